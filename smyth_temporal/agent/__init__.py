@@ -1,0 +1,18 @@
+"""The agent runtime (workflow side, deterministic): the base class, its config and data."""
+
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.messages import Message, ToolCall, Usage
+from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState, AgentStatus
+from smyth_temporal.agent.workflow import AgentWorkflow
+
+__all__ = [
+    "AgentConfig",
+    "AgentInput",
+    "AgentResult",
+    "AgentState",
+    "AgentStatus",
+    "AgentWorkflow",
+    "Message",
+    "ToolCall",
+    "Usage",
+]

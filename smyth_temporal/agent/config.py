@@ -1,0 +1,86 @@
+"""``AgentConfig``: how an agent class behaves."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+
+from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.tools._tool import Tool
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "DEFAULT_MODEL_HEARTBEAT_TIMEOUT",
+    "DEFAULT_MODEL_RETRY",
+    "DEFAULT_MODEL_TIMEOUT",
+    "AgentConfig",
+]
+
+DEFAULT_MAX_STEPS = 20
+"""Model turns an agent may take before it stops with status ``max_steps``."""
+
+DEFAULT_MODEL_TIMEOUT = timedelta(minutes=3)
+"""How long one attempt of the model activity may run."""
+
+DEFAULT_MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""How soon a model call on a crashed worker is retried elsewhere (the activity beats
+automatically while it waits for the endpoint)."""
+
+DEFAULT_MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=1),
+    maximum_attempts=10,
+)
+"""Retries of the model activity; ``Retry-After`` from the endpoint overrides the delay."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentConfig:
+    """How an agent class behaves: set it as the class attribute ``config``.
+
+    Everything here is read by workflow code, so it must stay the same for as long as
+    runs of the agent may be replayed; change prompts and tools with new agent
+    versions, not under running agents.
+
+    Added in 0.1.0.
+    """
+
+    model: str
+    """The model name; the worker's provider resolves it (``gpt-4o-mini``, ``llama3``...)."""
+    instructions: str = ""
+    """The system prompt."""
+    tools: Sequence[Tool] = ()
+    """The tools the model may call."""
+    max_steps: int = DEFAULT_MAX_STEPS
+    """Model turns before the run stops with status ``max_steps``."""
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    """Extra chat-completions parameters (``temperature``, ``max_tokens``, ...)."""
+    model_timeout: timedelta = DEFAULT_MODEL_TIMEOUT
+    """Start-to-close timeout of one model call."""
+    model_heartbeat_timeout: timedelta = DEFAULT_MODEL_HEARTBEAT_TIMEOUT
+    """Heartbeat timeout of one model call; bounds recovery from a crashed worker."""
+    model_retry: RetryPolicy = field(default_factory=lambda: DEFAULT_MODEL_RETRY)
+    """Retry policy of the model activity."""
+    state_messages: int = 20
+    """How many recent messages the ``state`` query returns."""
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ConfigurationError("AgentConfig.model must name a model")
+        if self.max_steps < 1:
+            raise ConfigurationError(f"AgentConfig.max_steps must be at least 1, not {self.max_steps}")
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigurationError(f"AgentConfig.tools has duplicate names: {duplicates}")
+        if not all(isinstance(t, Tool) for t in self.tools):
+            raise ConfigurationError("AgentConfig.tools takes tools made with @tool")
+
+    def tool(self, name: str) -> Tool | None:
+        """The tool called ``name``, if the agent has it."""
+        return next((t for t in self.tools if t.name == name), None)

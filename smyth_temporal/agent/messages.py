@@ -1,0 +1,96 @@
+"""Conversation data: messages, tool calls and token usage.
+
+These pydantic models cross every boundary (workflow state, activity payloads,
+queries), so they stay plain data in the OpenAI chat-completions shape that every
+OpenAI-compatible endpoint understands.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Message", "Role", "ToolCall", "Usage"]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """A tool call requested by the model.
+
+    Added in 0.1.0.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The model's id for this call; tool results refer to it."""
+    name: str
+    """The name of the tool the model wants to call."""
+    arguments: str
+    """The arguments exactly as the model wrote them (a JSON object, unvalidated)."""
+
+
+class Message(BaseModel):
+    """One message of the conversation, in the chat-completions shape.
+
+    Added in 0.1.0.
+    """
+
+    role: Role
+    """Who speaks: ``system``, ``user``, ``assistant`` or ``tool``."""
+    content: str | None = None
+    """The text; ``None`` for an assistant message that only calls tools."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """The tool calls of an assistant message."""
+    tool_call_id: str | None = None
+    """For a ``tool`` message: the id of the call it answers."""
+    name: str | None = None
+    """For a ``tool`` message: the name of the tool that answered."""
+    step: int | None = None
+    """The agent step that produced the message (``None`` for the initial prompt)."""
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """Build a system message."""
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """Build a user message."""
+        return cls(role="user", content=text)
+
+    @classmethod
+    def tool_result(cls, call: ToolCall, content: str, *, step: int | None = None) -> Message:
+        """Build the tool message that answers ``call``."""
+        return cls(role="tool", content=content, tool_call_id=call.id, name=call.name, step=step)
+
+
+class Usage(BaseModel):
+    """Token and request counts, added up over a run.
+
+    Added in 0.1.0.
+    """
+
+    requests: int = 0
+    """Model requests made."""
+    input_tokens: int = 0
+    """Prompt tokens, as reported by the model endpoint."""
+    output_tokens: int = 0
+    """Completion tokens, as reported by the model endpoint."""
+    tool_calls: int = 0
+    """Tool calls executed (including ones that failed)."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            requests=self.requests + other.requests,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            tool_calls=self.tool_calls + other.tool_calls,
+        )

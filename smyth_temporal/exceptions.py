@@ -1,0 +1,100 @@
+"""The exceptions smyth-temporal raises, in one tree.
+
+```
+SmythError
+├── UserError                    developer misuse, found before or while wiring things up
+│   ├── ToolDefinitionError      a @tool function that cannot become a tool
+│   └── ConfigurationError       invalid settings (addresses, task queue, model provider)
+├── ModelError                   the model provider failed (raised in the model activity)
+│   └── ModelHTTPError           the endpoint answered with an HTTP error status
+└── ClientError                  raised by AgentClient and the CLI
+    ├── ServerUnavailableError   no Temporal server answers at the address
+    ├── AgentNotFoundError       no agent run with that workflow id
+    ├── UnknownAgentError        no agent class by that name is known to the caller
+    └── AgentFailedError         the run ended failed, terminated, cancelled or timed out
+```
+
+Run outcomes that an agent can handle (a tool failing, bad tool arguments, the step
+limit) are not exceptions: they are reported to the model as tool results, or as the
+``status`` of an ``AgentResult``.
+
+Inside activities, errors travel as temporalio ``ApplicationError``s whose ``type`` is
+one of the class names above, so a failure seen in the workflow or in history is
+classified the same way as the exception raised on the worker.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentFailedError",
+    "AgentNotFoundError",
+    "ClientError",
+    "ConfigurationError",
+    "ModelError",
+    "ModelHTTPError",
+    "ServerUnavailableError",
+    "SmythError",
+    "ToolDefinitionError",
+    "UnknownAgentError",
+    "UserError",
+]
+
+
+class SmythError(Exception):
+    """Base class of every error smyth-temporal raises."""
+
+
+class UserError(SmythError):
+    """The SDK was used in a way it does not support; fix the code or configuration."""
+
+
+class ToolDefinitionError(UserError):
+    """A function given to ``@tool`` cannot become a tool (not async, untyped, ...)."""
+
+
+class ConfigurationError(UserError):
+    """A setting is missing or invalid (addresses, task queue, model provider, ...)."""
+
+
+class ModelError(SmythError):
+    """The model provider failed to answer.
+
+    Attributes:
+        retryable: Whether trying the same request again may succeed.
+    """
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ModelHTTPError(ModelError):
+    """The model endpoint answered with an HTTP error status.
+
+    Attributes:
+        status_code: The HTTP status the endpoint returned.
+    """
+
+    def __init__(self, message: str, *, status_code: int, retryable: bool) -> None:
+        super().__init__(message, retryable=retryable)
+        self.status_code = status_code
+
+
+class ClientError(SmythError):
+    """An operation of ``AgentClient`` or the CLI could not be carried out."""
+
+
+class ServerUnavailableError(ClientError):
+    """No Temporal server answers at the configured address."""
+
+
+class AgentNotFoundError(ClientError):
+    """No agent run exists with the given workflow id."""
+
+
+class UnknownAgentError(ClientError):
+    """No agent class by that name is known (import path or registered name)."""
+
+
+class AgentFailedError(ClientError):
+    """The agent's run ended without a result (failed, terminated, cancelled, timed out)."""

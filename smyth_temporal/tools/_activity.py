@@ -1,0 +1,119 @@
+"""The activity that runs one tool call on a worker.
+
+Every tool gets its own activity type (``smyth.tool.<name>``) so each has its own
+timeouts, retry policy and metrics, and shows up by name in the Temporal UI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pydantic
+import pydantic_core
+import structlog
+from pydantic import BaseModel
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from smyth_temporal._heartbeat import auto_heartbeat
+from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.tools._context import ToolContext, _current
+from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
+
+__all__ = ["render_output", "tool_activities"]
+
+_log = structlog.get_logger("smyth_temporal.tools")
+
+
+def render_output(value: Any, max_chars: int) -> ToolOutcome:
+    """Render a tool's return value as text for the model, bounded in size.
+
+    Args:
+        value: What the tool returned.
+        max_chars: The most characters to keep.
+
+    Returns:
+        The text, truncated with a note when it was longer than ``max_chars``.
+    """
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, BaseModel):
+        text = value.model_dump_json()
+    else:
+        text = pydantic_core.to_json(value, fallback=str).decode()
+    if len(text) <= max_chars:
+        return ToolOutcome(content=text)
+    note = f"\n[output truncated: showing the first {max_chars} of {len(text)} characters]"
+    return ToolOutcome(content=text[:max_chars] + note, truncated=True)
+
+
+def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
+    @activity.defn(name=spec.activity_name)
+    async def run_tool(invocation: ToolInvocation) -> ToolOutcome:
+        info = activity.info()
+        context = ToolContext(
+            tool_name=spec.name,
+            call_id=invocation.call_id,
+            idempotency_key=invocation.idempotency_key,
+            agent=invocation.agent,
+            workflow_id=info.workflow_id or "",
+            run_id=info.workflow_run_id or "",
+            step=invocation.step,
+            tenant=invocation.tenant,
+            attempt=info.attempt,
+        )
+        log = _log.bind(
+            tool=spec.name,
+            workflow_id=context.workflow_id,
+            step=invocation.step,
+            call_id=invocation.call_id,
+            attempt=info.attempt,
+        )
+        try:
+            kwargs = spec.bind_arguments(invocation.arguments)
+        except pydantic.ValidationError as exc:
+            # The workflow validated these already; reaching here means the tool's
+            # signature changed under a running agent. Retrying cannot help.
+            raise ApplicationError(
+                f"arguments no longer fit tool '{spec.name}': {exc}",
+                type="ToolArgumentsError",
+                non_retryable=True,
+            ) from exc
+        token = _current.set(context)
+        try:
+            async with auto_heartbeat():
+                value = await spec.fn(**kwargs)
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            log.warning("tool.failed", error=repr(exc))
+            # A side-effecting tool that raised may have done part of its effect:
+            # repeating it blindly is the caller's decision, not ours.
+            raise ApplicationError(
+                f"{type(exc).__name__}: {exc}",
+                type=type(exc).__name__,
+                non_retryable=spec.effect == "side_effect",
+            ) from exc
+        finally:
+            _current.reset(token)
+        outcome = render_output(value, spec.max_output_chars)
+        log.info("tool.completed", chars=len(outcome.content), truncated=outcome.truncated)
+        return outcome
+
+    run_tool.__name__ = run_tool.__qualname__ = f"run_tool_{spec.name}"
+    return run_tool
+
+
+def tool_activities(tools: Iterable[Tool]) -> list[Callable[..., Any]]:
+    """The activities to register on a worker for these tools (one per distinct name)."""
+    seen: dict[str, Tool] = {}
+    for spec in tools:
+        other = seen.setdefault(spec.name, spec)
+        if other.fn is not spec.fn:
+            raise ToolDefinitionError(
+                f"two different tools are named {spec.name!r}: {other.fn.__qualname__} "
+                f"and {spec.fn.__qualname__}; activity names must be unique on a worker"
+            )
+    return [_make_activity(spec) for spec in seen.values()]

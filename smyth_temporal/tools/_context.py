@@ -1,0 +1,57 @@
+"""What a tool can know about the call it is serving."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from pydantic import BaseModel
+
+from smyth_temporal.exceptions import UserError
+
+__all__ = ["ToolContext", "tool_context"]
+
+
+class ToolContext(BaseModel):
+    """The agent run and call a tool is serving; see ``tool_context()``.
+
+    Added in 0.1.0.
+    """
+
+    tool_name: str
+    """The tool's name."""
+    call_id: str
+    """The model's id for this call."""
+    idempotency_key: str
+    """Stable across retries, replays and worker crashes: use it to deduplicate side effects."""
+    agent: str
+    """The agent's workflow type name."""
+    workflow_id: str
+    """The agent's workflow id."""
+    run_id: str
+    """The agent's current run id."""
+    step: int
+    """The agent step that requested the call."""
+    tenant: str
+    """The tenant the agent runs for."""
+    attempt: int
+    """The activity attempt, from 1."""
+
+
+_current: ContextVar[ToolContext | None] = ContextVar("smyth_tool_context", default=None)
+
+
+def tool_context() -> ToolContext:
+    """The context of the tool call being served.
+
+    Returns:
+        The current ``ToolContext``.
+
+    Raises:
+        UserError: Called outside a tool run by an agent.
+
+    Added in 0.1.0.
+    """
+    context = _current.get()
+    if context is None:
+        raise UserError("tool_context() is only available inside a tool called by an agent")
+    return context

@@ -1,0 +1,330 @@
+"""The ``@tool`` decorator and the ``Tool`` it makes.
+
+A ``Tool`` is plain data plus the user's function: workflow code reads its schema,
+validates the model's arguments with it and schedules its activity by name; only the
+worker ever calls the function (in ``_activity.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal, cast, get_type_hints, overload
+
+import pydantic
+from temporalio.common import RetryPolicy
+
+from smyth_temporal.exceptions import ToolDefinitionError
+
+__all__ = [
+    "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
+    "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
+    "DEFAULT_TOOL_TIMEOUT",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolEffect",
+    "tool",
+]
+
+ToolEffect = Literal["read_only", "idempotent", "side_effect"]
+"""What calling a tool does to the world; it sets the retry policy and concurrency.
+
+- ``read_only``: changes nothing; retried on any error, runs concurrently with other
+  read-only calls of the same model turn.
+- ``idempotent``: changes the world, but doing it twice equals doing it once; retried
+  on any error, runs alone.
+- ``side_effect``: changes the world and may not be safe to repeat; an exception from
+  the tool is final (reported to the model), only infrastructure failures (a crashed
+  worker, a timeout) retry, with the same idempotency key. Runs alone.
+"""
+
+DEFAULT_TOOL_TIMEOUT = timedelta(minutes=5)
+"""How long one attempt of a tool may run (activity start-to-close timeout)."""
+
+DEFAULT_TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+"""How soon a tool attempt on a crashed worker is retried elsewhere.
+
+Tool activities heartbeat automatically while the function runs, so this bounds
+crash recovery without bounding how long a tool may take.
+"""
+
+DEFAULT_TOOL_MAX_OUTPUT_CHARS = 20_000
+"""Tool output longer than this is truncated (with a note to the model).
+
+It keeps the prompt within reason and every activity result far below Temporal's
+payload limit (2 MiB), past which a result fails with a *retryable* error forever.
+"""
+
+_DEFAULT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
+
+ToolFunction = Callable[..., Awaitable[Any]]
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments for a tool are not valid JSON or do not fit its schema."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A function the model can call, run as its own Temporal activity.
+
+    Made by ``@tool``; see there for the options. Calling a ``Tool`` calls the function
+    directly (handy in unit tests); agents never do that, they schedule its activity.
+
+    Added in 0.1.0.
+    """
+
+    fn: ToolFunction
+    """The decorated async function."""
+    name: str
+    """The name the model calls the tool by; also the stable part of its activity name."""
+    description: str
+    """What the model is told the tool does (the docstring's summary by default)."""
+    arguments_model: type[pydantic.BaseModel]
+    """A pydantic model of the parameters, built from the type hints."""
+    effect: ToolEffect = "read_only"
+    """See ``ToolEffect``."""
+    timeout: timedelta = DEFAULT_TOOL_TIMEOUT
+    """Start-to-close timeout of one attempt."""
+    heartbeat_timeout: timedelta = DEFAULT_TOOL_HEARTBEAT_TIMEOUT
+    """Heartbeat timeout of one attempt (heartbeats are sent automatically)."""
+    retry: RetryPolicy = field(default_factory=lambda: _DEFAULT_RETRY)
+    """Retry policy of the tool's activity."""
+    max_output_chars: int = DEFAULT_TOOL_MAX_OUTPUT_CHARS
+    """Output past this many characters is truncated with a note to the model."""
+
+    @property
+    def activity_name(self) -> str:
+        """The tool's activity type name: stable, so running agents survive deploys."""
+        return f"smyth.tool.{self.name}"
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the tool may run concurrently with other read-only calls."""
+        return self.effect == "read_only"
+
+    def schema(self) -> dict[str, Any]:
+        """The tool's definition in the chat-completions ``tools`` shape."""
+        parameters = self.arguments_model.model_json_schema()
+        parameters.pop("title", None)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+    def validate_arguments(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
+        """Validate the model's arguments against the schema.
+
+        Args:
+            raw: The arguments as the model wrote them (a JSON object) or a mapping.
+
+        Returns:
+            The validated arguments in JSON form, ready to cross the activity boundary.
+
+        Raises:
+            ToolArgumentsError: The arguments are not a JSON object or do not fit; the
+                message is written for the model, so it can correct the call.
+        """
+        try:
+            if isinstance(raw, str):
+                parsed = self.arguments_model.model_validate_json(raw or "{}")
+            else:
+                parsed = self.arguments_model.model_validate(dict(raw))
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+                for err in exc.errors(include_url=False)
+            )
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool '{self.name}': {problems}. "
+                f"Expected a JSON object matching: {json.dumps(self.schema()['function']['parameters'])}"
+            ) from None
+        return parsed.model_dump(mode="json")
+
+    def bind_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn validated JSON arguments back into the function's keyword arguments."""
+        parsed = self.arguments_model.model_validate(dict(arguments))
+        return {name: getattr(parsed, name) for name in type(parsed).model_fields}
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly, outside any agent."""
+        return await self.fn(*args, **kwargs)
+
+
+@overload
+def tool(fn: ToolFunction, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = "read_only",
+    timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry: RetryPolicy | None = None,
+    max_output_chars: int | None = None,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    fn: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = "read_only",
+    timeout: timedelta | None = None,
+    heartbeat_timeout: timedelta | None = None,
+    retry: RetryPolicy | None = None,
+    max_output_chars: int | None = None,
+) -> Tool | Callable[[ToolFunction], Tool]:
+    """Turn an async function into a tool the model can call.
+
+    The name defaults to the function's name, the description to the docstring's
+    summary, and the JSON schema comes from the type hints (parameter descriptions from
+    a Google-style ``Args:`` section). Every call runs as its own activity, named
+    ``smyth.tool.<name>``; inside it, ``tool_context()`` gives the call's idempotency key.
+
+    Args:
+        fn: The function, when used as a bare ``@tool``.
+        name: The tool's name (letters, digits, ``_`` and ``-``).
+        description: What the model is told the tool does.
+        effect: ``read_only`` (default), ``idempotent`` or ``side_effect``; see ``ToolEffect``.
+        timeout: Start-to-close timeout of one attempt (default 5 minutes).
+        heartbeat_timeout: How soon an attempt on a crashed worker is retried (default 5 s).
+        retry: Retry policy; the default retries 5 times with exponential backoff.
+        max_output_chars: Truncate longer output, with a note to the model.
+
+    Returns:
+        A ``Tool``, or a decorator that makes one.
+
+    Raises:
+        ToolDefinitionError: The function is not async, or a parameter has no type hint.
+
+    Added in 0.1.0.
+    """
+
+    def make(fn: ToolFunction) -> Tool:
+        return _make_tool(
+            fn,
+            name=name,
+            description=description,
+            effect=effect,
+            timeout=timeout,
+            heartbeat_timeout=heartbeat_timeout,
+            retry=retry,
+            max_output_chars=max_output_chars,
+        )
+
+    return make(fn) if fn is not None else make
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EFFECTS: tuple[ToolEffect, ...] = ("read_only", "idempotent", "side_effect")
+
+
+def _make_tool(
+    fn: ToolFunction,
+    *,
+    name: str | None,
+    description: str | None,
+    effect: ToolEffect,
+    timeout: timedelta | None,
+    heartbeat_timeout: timedelta | None,
+    retry: RetryPolicy | None,
+    max_output_chars: int | None,
+) -> Tool:
+    where = getattr(fn, "__qualname__", repr(fn))
+    if not inspect.iscoroutinefunction(fn):
+        raise ToolDefinitionError(f"@tool needs an async function; {where} is not one")
+    tool_name = name or fn.__name__
+    if not _NAME_RE.match(tool_name):
+        raise ToolDefinitionError(
+            f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-' ({where})"
+        )
+    if effect not in _EFFECTS:
+        raise ToolDefinitionError(f"effect must be one of {_EFFECTS}, not {effect!r} ({where})")
+    summary, arg_docs = _parse_docstring(inspect.getdoc(fn) or "")
+    return Tool(
+        fn=fn,
+        name=tool_name,
+        description=description or summary or tool_name,
+        arguments_model=_arguments_model(fn, tool_name, arg_docs),
+        effect=effect,
+        timeout=timeout or DEFAULT_TOOL_TIMEOUT,
+        heartbeat_timeout=heartbeat_timeout or DEFAULT_TOOL_HEARTBEAT_TIMEOUT,
+        retry=retry or _DEFAULT_RETRY,
+        max_output_chars=max_output_chars or DEFAULT_TOOL_MAX_OUTPUT_CHARS,
+    )
+
+
+def _arguments_model(
+    fn: ToolFunction, tool_name: str, arg_docs: Mapping[str, str]
+) -> type[pydantic.BaseModel]:
+    where = getattr(fn, "__qualname__", repr(fn))
+    try:
+        hints = get_type_hints(fn)
+    except Exception as exc:
+        raise ToolDefinitionError(f"cannot resolve the type hints of {where}: {exc}") from exc
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"{where}: *args/**kwargs cannot be described to a model")
+        if param.name not in hints:
+            raise ToolDefinitionError(f"{where}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (
+            hints[param.name],
+            pydantic.Field(default, description=arg_docs.get(param.name)),
+        )
+    # Models ask for exactly the declared parameters; "forbid" turns a misspelt
+    # argument into an error the model can correct instead of a silently ignored key.
+    model = pydantic.create_model(  # type: ignore[call-overload]
+        f"{tool_name}_arguments",
+        __config__=pydantic.ConfigDict(extra="forbid"),
+        **fields,
+    )
+    return cast(type[pydantic.BaseModel], model)
+
+
+_SECTION_RE = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_ARG_RE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and its ``Args:`` entries."""
+    summary_lines: list[str] = []
+    args: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in doc.splitlines():
+        header = _SECTION_RE.match(line.strip())
+        if header and not line.startswith(" "):
+            section, current = header.group(1), None
+            continue
+        if section is None:
+            summary_lines.append(line)
+        elif section in ("Args", "Arguments", "Parameters"):
+            entry = _ARG_RE.match(line)
+            if entry and len(line) - len(line.lstrip()) <= 4:
+                current = entry.group(1).lstrip("*")
+                args[current] = entry.group(2).strip()
+            elif current and line.strip():
+                args[current] = f"{args[current]} {line.strip()}"
+    summary = "\n".join(summary_lines).strip()
+    return summary, args

@@ -1,0 +1,122 @@
+"""Agents and tools shared by the tests (imported by in-process and subprocess workers)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from smyth_temporal import (
+    AgentConfig,
+    AgentInput,
+    AgentResult,
+    AgentWorkflow,
+    tool,
+    tool_context,
+)
+
+PRICES = {"ACME": 101.5, "GLOBEX": 42.0, "INITECH": 7.25}
+
+# Every executed tool call appends one JSON line here when SMYTH_TEST_LEDGER is set,
+# so tests (and subprocess workers) can count side effects exactly.
+LEDGER_ENV = "SMYTH_TEST_LEDGER"
+
+
+def record(tool_name: str, **fields: object) -> None:
+    path = os.environ.get(LEDGER_ENV)
+    if not path:
+        return
+    context = tool_context()
+    entry = {
+        "tool": tool_name,
+        "key": context.idempotency_key,
+        "attempt": context.attempt,
+        "pid": os.getpid(),
+        **fields,
+    }
+    with Path(path).open("a") as ledger:
+        ledger.write(json.dumps(entry) + "\n")
+
+
+@tool
+async def get_quote(symbol: str) -> float:
+    """Latest price for a ticker symbol.
+
+    Args:
+        symbol: The ticker, e.g. ACME.
+    """
+    record("get_quote", symbol=symbol)
+    if symbol not in PRICES:
+        raise KeyError(f"unknown symbol {symbol}")
+    return PRICES[symbol]
+
+
+class Order(BaseModel):
+    symbol: str
+    quantity: int
+
+
+@tool(effect="side_effect")
+async def place_order(order: Order) -> str:
+    """Place a buy order."""
+    record("place_order", symbol=order.symbol, quantity=order.quantity)
+    return f"bought {order.quantity} {order.symbol}"
+
+
+@tool(effect="idempotent")
+async def write_note(text: str) -> dict[str, object]:
+    """Write a note to the journal."""
+    record("write_note", text=text)
+    return {"saved": True, "chars": len(text)}
+
+
+@tool
+async def slow_lookup(symbol: str, seconds: float = 3.0) -> str:
+    """A slow read-only lookup (gives tests time to kill a worker mid-call)."""
+    import asyncio
+
+    record("slow_lookup.start", symbol=symbol)
+    await asyncio.sleep(seconds)
+    record("slow_lookup", symbol=symbol)
+    return f"{symbol} volume is high"
+
+
+@tool(retry=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=50)))
+async def always_fails(reason: str) -> str:
+    """A tool that always raises."""
+    raise RuntimeError(f"broken: {reason}")
+
+
+@workflow.defn
+class Analyst(AgentWorkflow):
+    config = AgentConfig(
+        model="test-model",
+        instructions="You analyse markets.",
+        tools=[get_quote, place_order, write_note, slow_lookup, always_fails],
+        max_steps=8,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Summarizer(AgentWorkflow):
+    """A custom agent: its own loop built from the building blocks."""
+
+    config = AgentConfig(model="test-model", tools=[get_quote], max_steps=4)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        self.begin(input)
+        reply = await self.think()
+        # Only the quotes the model asked for, then a summary turn offering no tools.
+        await self.act(reply.tool_calls)
+        summary = await self.think(tools=[])
+        return self.finish(f"SUMMARY: {summary.content}")

@@ -1,0 +1,36 @@
+"""Test environment: one real Temporal dev server per session, a task queue per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from smyth_temporal import AgentClient
+from smyth_temporal.testing import new_task_queue, start_dev_environment
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    environment = await start_dev_environment()
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+@pytest.fixture
+def client(env: WorkflowEnvironment) -> Client:
+    return env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return new_task_queue()
+
+
+@pytest.fixture
+def agents(client: Client, task_queue: str) -> AgentClient:
+    return AgentClient(client, task_queue=task_queue)
