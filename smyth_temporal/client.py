@@ -139,9 +139,10 @@ class AgentClient:
         """
         handle = self.client.get_workflow_handle(workflow_id)
         try:
-            return await handle.query(STATE_QUERY, result_type=AgentState)
+            state: AgentState = await handle.query(STATE_QUERY, result_type=AgentState)
         except RPCError as exc:
             raise _translate(exc, workflow_id) from exc
+        return state
 
     async def result(self, workflow_id: str) -> AgentResult:
         """Wait for the run to end and return its result.
@@ -152,14 +153,12 @@ class AgentClient:
         """
         handle = self.client.get_workflow_handle(workflow_id, result_type=AgentResult)
         try:
-            return await handle.result()
+            result: AgentResult = await handle.result()
         except WorkflowFailureError as exc:
-            cause = exc.cause
-            while getattr(cause, "cause", None) is not None and not str(cause):
-                cause = cause.cause
-            raise AgentFailedError(f"agent {workflow_id} failed: {cause or exc}") from exc
+            raise AgentFailedError(f"agent {workflow_id} failed: {exc.cause or exc}") from exc
         except RPCError as exc:
             raise _translate(exc, workflow_id) from exc
+        return result
 
     async def workers_polling(self, task_queue: str | None = None) -> int:
         """How many workers poll the agents' task queue for workflow tasks right now."""

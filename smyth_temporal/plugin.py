@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.plugin import SimplePlugin
@@ -83,7 +83,9 @@ class SmythPlugin(SimplePlugin):
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Add the agents' activities and tune the worker for crash recovery."""
         config = super().configure_worker(config)
-        agents = [w for w in config.get("workflows") or () if _is_agent(w)]
+        agents: list[type[AgentWorkflow]] = [
+            w for w in config.get("workflows") or () if _is_agent(w)
+        ]
         if not agents and not self._tools:
             return config
         tools = [t for agent in agents for t in agent.config.tools] + list(self._tools)
@@ -105,7 +107,7 @@ class SmythPlugin(SimplePlugin):
         return self._model
 
 
-def _is_agent(cls: object) -> bool:
+def _is_agent(cls: object) -> TypeGuard[type[AgentWorkflow]]:
     return isinstance(cls, type) and issubclass(cls, AgentWorkflow) and hasattr(cls, "config")
 
 

@@ -63,9 +63,11 @@ async def test_multi_step_agent_with_several_tools(
     assert state.output == result.output
     assert state.pending_tool_calls == []
     roles = [m.role for m in state.messages]
-    assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "tool"] + [
-        "assistant",
-        "tool",
+    assert roles == [
+        *("system", "user"),
+        *("assistant", "tool", "tool"),
+        *("assistant", "tool"),
+        *("assistant", "tool"),
         "assistant",
     ]
     # Tool results answer their calls in the order the model made them.

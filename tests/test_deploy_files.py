@@ -291,7 +291,9 @@ def check_configs(compose: Compose) -> list[str]:
             if source not in declared:
                 problems.append(f"service {name!r} uses undeclared config {source!r}")
     for name, spec in declared.items():
-        if not isinstance(spec, dict) or not ({"file", "content", "environment", "external"} & set(spec)):
+        if not isinstance(spec, dict) or not (
+            {"file", "content", "environment", "external"} & set(spec)
+        ):
             problems.append(f"config {name!r} has no source")
     return problems
 
@@ -308,7 +310,9 @@ def check_ports(compose: Compose) -> list[str]:
             if not match:
                 problems.append(f"service {name!r}: malformed port mapping {entry!r}")
                 continue
-            numbers = [int(n) for key in ("host", "container") for n in (match[key] or "").split("-") if n]
+            numbers = [
+                int(n) for key in ("host", "container") for n in (match[key] or "").split("-") if n
+            ]
             if any(not 1 <= n <= 65535 for n in numbers):
                 problems.append(f"service {name!r}: port out of range in {entry!r}")
             if match["host"] is None:
@@ -350,7 +354,9 @@ def check_temporal_coherence(compose: Compose) -> list[str]:
     pg_env = env_of(services[postgres])
     problems = []
     if env.get("DB") not in TEMPORAL_POSTGRES_PLUGINS:
-        problems.append(f"temporal DB={env.get('DB')!r}, expected one of {TEMPORAL_POSTGRES_PLUGINS}")
+        problems.append(
+            f"temporal DB={env.get('DB')!r}, expected one of {TEMPORAL_POSTGRES_PLUGINS}"
+        )
     if env.get("POSTGRES_SEEDS") != postgres:
         problems.append(f"temporal POSTGRES_SEEDS={env.get('POSTGRES_SEEDS')!r} != {postgres!r}")
     if env.get("DB_PORT", "5432") != "5432":
@@ -458,6 +464,11 @@ def check_worker(compose: Compose, pyproject: dict[str, Any]) -> list[str]:
     return problems
 
 
+def registers_search_attribute(script: str, name: str, kind: str) -> bool:
+    """``name`` is paired with ``kind`` (``Name:Kind`` or ``--name Name --type Kind``)."""
+    return re.search(rf"\b{name}\b\W+(?:--type\W+)?{kind}\b", script) is not None
+
+
 def check_search_attribute_setup(compose: Compose) -> list[str]:
     services = services_of(compose)
     jobs = [
@@ -471,10 +482,9 @@ def check_search_attribute_setup(compose: Compose) -> list[str]:
     for job in jobs:
         text = command_text(services[job])
         for attr, kind in SEARCH_ATTRIBUTES.items():
-            if not re.search(rf"\b{attr}\b\W+{kind}\b", text):
+            if not registers_search_attribute(text, attr, kind):
                 problems.append(f"{job!r} does not register {attr} as {kind}")
-        if not check_address_points_at_temporal(compose, job) == []:
-            problems.append(f"{job!r} does not talk to the temporal service")
+        problems.extend(check_address_points_at_temporal(compose, job))
     worker = services.get("worker", {})
     if not any(depends_on_of(worker).get(j) == "service_completed_successfully" for j in jobs):
         problems.append("worker does not wait for the search attributes to be registered")
@@ -520,9 +530,9 @@ def test_worker_service(compose: Compose, pyproject: dict[str, Any]) -> None:
 def test_postgres_service(compose: Compose) -> None:
     svc = services_of(compose)["postgresql"]
     assert "pg_isready" in " ".join(map(str, svc["healthcheck"]["test"]))
-    assert any(
-        str(v).endswith(":/var/lib/postgresql/data") for v in svc["volumes"]
-    ), "postgres data must live on a named volume"
+    assert any(str(v).endswith(":/var/lib/postgresql/data") for v in svc["volumes"]), (
+        "postgres data must live on a named volume"
+    )
     assert "ports" not in svc, "the database should not be published on the host"
 
 
@@ -575,7 +585,10 @@ BROKEN_COMPOSE = {
         "depends_on",
         _mutate("services.worker.depends_on.qdrant", {"condition": "service_ready"}),
     ),
-    "undeclared volume": ("volumes", _mutate("services.qdrant.volumes.0", "qdrant:/qdrant/storage")),
+    "undeclared volume": (
+        "volumes",
+        _mutate("services.qdrant.volumes.0", "qdrant:/qdrant/storage"),
+    ),
     "unused volume": ("volumes", _mutate("volumes.orphan", None)),
     "undeclared config": (
         "configs",
@@ -598,7 +611,10 @@ BROKEN_COMPOSE = {
     "no schema wait": ("temporal", _mutate("services.temporal.depends_on", {})),
     "no dyn config": ("temporal", _mutate("services.temporal.configs", [])),
     "ui address": ("ui", _mutate("services.temporal-ui.environment.TEMPORAL_ADDRESS", "tmp:7233")),
-    "ui port": ("ui", _mutate("services.temporal-ui.environment.TEMPORAL_ADDRESS", "temporal:7234")),
+    "ui port": (
+        "ui",
+        _mutate("services.temporal-ui.environment.TEMPORAL_ADDRESS", "temporal:7234"),
+    ),
     "SA type": (
         "search_attributes",
         _mutate(
@@ -610,7 +626,9 @@ BROKEN_COMPOSE = {
 }
 
 
-@pytest.mark.parametrize(("checker", "mutation"), BROKEN_COMPOSE.values(), ids=BROKEN_COMPOSE.keys())
+@pytest.mark.parametrize(
+    ("checker", "mutation"), BROKEN_COMPOSE.values(), ids=BROKEN_COMPOSE.keys()
+)
 def test_compose_checkers_catch_breakage(
     compose: Compose, checker: str, mutation: Callable[[Compose], None]
 ) -> None:
@@ -647,6 +665,15 @@ def test_worker_checker_catches_breakage(
     assert check_worker(broken, pyproject) != []
 
 
+def test_search_attribute_matcher() -> None:
+    one_line = "create --name SmythStatus --type Keyword --name SmythPendingApprovals --type Int"
+    assert registers_search_attribute(one_line, "SmythStatus", "Keyword")
+    assert registers_search_attribute(one_line, "SmythPendingApprovals", "Int")
+    assert not registers_search_attribute(one_line, "SmythStatus", "Int")
+    assert registers_search_attribute("for s in SmythStatus:Keyword; do", "SmythStatus", "Keyword")
+    assert not registers_search_attribute("SmythStatus:Text", "SmythStatus", "Keyword")
+
+
 @pytest.mark.parametrize(
     ("image", "tag"),
     [
@@ -675,7 +702,7 @@ def parse_dockerfile(text: str) -> list[tuple[str, str]]:
         if pending and line.startswith("#"):
             continue
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].rstrip() + " "
             continue
         line = pending + line
         pending = ""
@@ -720,8 +747,10 @@ def check_dockerfile(text: str, pyproject: dict[str, Any]) -> list[str]:
     project_install = [
         i
         for i in installs
-        if re.search(r"pip install(?: --?[\w-]+)* (\.|/app|" + re.escape(workdir or ".") + r")(\s|$)",
-                     instructions[i][1])
+        if re.search(
+            r"pip install(?: --?[\w-]+)* (\.|" + re.escape(workdir or ".") + r")(\s|$)",
+            instructions[i][1],
+        )
     ]
     if not project_install:
         problems.append("no RUN pip install . of the project")
@@ -748,7 +777,7 @@ def check_dockerfile(text: str, pyproject: dict[str, Any]) -> list[str]:
             cmd = None
         if not isinstance(cmd, list):
             problems.append(f"CMD {cmds[-1]!r} must be in exec (JSON) form")
-        elif cmd[:2] != [next(iter(pyproject_scripts(pyproject)), None), "worker"]:
+        elif len(cmd) < 2 or cmd[0] not in pyproject_scripts(pyproject) or cmd[1] != "worker":
             problems.append(f"CMD {cmd!r} does not run '<console script> worker'")
 
     # Agent modules outside the installed packages (examples/, workers/) are imported from
@@ -790,8 +819,8 @@ def test_worker_default_agent_module_exists(compose: Compose) -> None:
     default_agent = re.sub(r"^\$\{[A-Z_]+:-(.*)\}$", r"\1", argv[2])
     module = default_agent.split(":")[0]
     path = ROOT.joinpath(*module.split("."))
-    if not (ROOT / module.split(".")[0]).is_dir():
-        pytest.skip(f"{module.split('.')[0]}/ is not in this checkout")
+    if not path.parent.is_dir():
+        pytest.skip(f"{path.parent.relative_to(ROOT)}/ is not in this checkout yet")
     assert path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -817,7 +846,7 @@ def test_dockerfile_checker_catches_breakage(pyproject: dict[str, Any], old: str
 
 
 def test_parse_dockerfile_joins_continuations() -> None:
-    text = "FROM x:1\n# c\nRUN a \\\n    && b \\\n    # inner comment\n    && c\nCMD [\"d\"]\n"
+    text = 'FROM x:1\n# c\nRUN a \\\n    && b \\\n    # inner comment\n    && c\nCMD ["d"]\n'
     assert parse_dockerfile(text) == [
         ("FROM", "x:1"),
         ("RUN", "a && b && c"),
@@ -847,7 +876,7 @@ def is_ignored(path: str, patterns: list[str]) -> bool:
 
 
 @pytest.mark.parametrize(
-    "path", [".venv", ".git", ".smyth", ".pytest_cache", "smyth_temporal/__pycache__"]
+    "path", [".venv", ".git", ".smyth", ".env", ".pytest_cache", "smyth_temporal/__pycache__"]
 )
 def test_dockerignore_excludes_local_state(path: str) -> None:
     assert is_ignored(path, dockerignore_patterns())
@@ -865,3 +894,24 @@ def test_dockerignore_matcher() -> None:
     assert is_ignored("a/__pycache__/x.pyc", ["**/__pycache__"])
     assert not is_ignored("src/app.py", ["*.md", ".venv"])
     assert not is_ignored("keep.md", ["*.md", "!keep.md"])
+
+
+def test_compose_file_matches_the_official_compose_specification() -> None:
+    """The compose-spec JSON schema, bundled offline by check-jsonschema."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(ROOT / "docker-compose.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

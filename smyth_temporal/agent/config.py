@@ -73,13 +73,16 @@ class AgentConfig:
         if not self.model:
             raise ConfigurationError("AgentConfig.model must name a model")
         if self.max_steps < 1:
-            raise ConfigurationError(f"AgentConfig.max_steps must be at least 1, not {self.max_steps}")
+            raise ConfigurationError(
+                f"AgentConfig.max_steps must be at least 1, not {self.max_steps}"
+            )
+        strays = [t for t in self.tools if not isinstance(t, Tool)]
+        if strays:
+            raise ConfigurationError(f"AgentConfig.tools takes tools made with @tool, not {strays}")
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigurationError(f"AgentConfig.tools has duplicate names: {duplicates}")
-        if not all(isinstance(t, Tool) for t in self.tools):
-            raise ConfigurationError("AgentConfig.tools takes tools made with @tool")
 
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name``, if the agent has it."""

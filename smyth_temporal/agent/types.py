@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 
-__all__ = ["AgentInput", "AgentResult", "AgentState", "AgentStatus", "TERMINAL_STATUSES"]
+__all__ = ["TERMINAL_STATUSES", "AgentInput", "AgentResult", "AgentState", "AgentStatus"]
 
 AgentStatus = Literal["running", "thinking", "acting", "completed", "max_steps", "failed"]
 """Where an agent is.

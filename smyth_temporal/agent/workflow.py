@@ -159,7 +159,7 @@ class AgentWorkflow:
         )
         self.status = "thinking"
         try:
-            response = await workflow.execute_activity(
+            response: ModelResponse = await workflow.execute_activity(
                 MODEL_ACTIVITY,
                 request,
                 result_type=ModelResponse,
@@ -247,7 +247,7 @@ class AgentWorkflow:
         self._pending[call.id] = call
         self.usage = self.usage + Usage(tool_calls=1)
         try:
-            outcome = await workflow.execute_activity(
+            outcome: ToolOutcome = await workflow.execute_activity(
                 spec.activity_name,
                 invocation,
                 result_type=ToolOutcome,

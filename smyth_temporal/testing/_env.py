@@ -6,8 +6,7 @@ import shutil
 import sys
 import sysconfig
 import uuid
-from collections.abc import Sequence
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
-
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
@@ -70,7 +68,7 @@ def new_task_queue(prefix: str = "smyth-test") -> str:
 
 async def start_dev_environment(
     *,
-    search_attributes: Sequence[SearchAttributeKey] = (),
+    search_attributes: Sequence[SearchAttributeKey[Any]] = (),
     extra_args: Sequence[str] = (),
 ) -> WorkflowEnvironment:
     """Start a real Temporal dev server (in memory) with ``SmythPlugin`` on its client.

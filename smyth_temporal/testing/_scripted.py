@@ -37,8 +37,10 @@ def tool_call(name: str, /, **arguments: Any) -> ModelResponse:
 
 
 def raw_tool_call(name: str, arguments: str, /) -> ModelResponse:
-    """A turn in which the model calls ``name`` with arguments written verbatim
-    (malformed JSON included), to test how an agent copes with bad model output.
+    """A turn in which the model calls ``name`` with arguments written verbatim.
+
+    The arguments may be malformed JSON: that is the point, to test how an agent
+    copes with bad model output.
 
     Added in 0.1.0.
     """

@@ -150,7 +150,8 @@ class Tool:
             )
             raise ToolArgumentsError(
                 f"Invalid arguments for tool '{self.name}': {problems}. "
-                f"Expected a JSON object matching: {json.dumps(self.schema()['function']['parameters'])}"
+                "Expected a JSON object matching: "
+                + json.dumps(self.schema()["function"]["parameters"])
             ) from None
         return parsed.model_dump(mode="json")
 
@@ -294,7 +295,7 @@ def _arguments_model(
         )
     # Models ask for exactly the declared parameters; "forbid" turns a misspelt
     # argument into an error the model can correct instead of a silently ignored key.
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{tool_name}_arguments",
         __config__=pydantic.ConfigDict(extra="forbid"),
         **fields,
@@ -302,7 +303,9 @@ def _arguments_model(
     return cast(type[pydantic.BaseModel], model)
 
 
-_SECTION_RE = re.compile(r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$")
+_SECTION_RE = re.compile(
+    r"^(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$"
+)
 _ARG_RE = re.compile(r"^\s+(\*{0,2}\w+)(?:\s*\([^)]*\))?:\s*(.*)$")
 
 
