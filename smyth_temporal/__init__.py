@@ -24,12 +24,14 @@ from smyth_temporal.agent import (
     ToolCall,
     Usage,
 )
-from smyth_temporal.client import AgentClient
+from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalOutcome, ApprovalRequest
+from smyth_temporal.client import AgentClient, PendingApproval
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
     ClientError,
     ConfigurationError,
+    InvalidDecisionError,
     ModelError,
     ModelHTTPError,
     ServerUnavailableError,
@@ -54,11 +56,16 @@ __all__ = [
     "AgentState",
     "AgentStatus",
     "AgentWorkflow",
+    "ApprovalDecision",
+    "ApprovalOutcome",
+    "ApprovalRequest",
     "ClientError",
     "ConfigurationError",
+    "InvalidDecisionError",
     "Message",
     "ModelError",
     "ModelHTTPError",
+    "PendingApproval",
     "ServerUnavailableError",
     "Settings",
     "SmythError",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
@@ -15,27 +17,55 @@ from temporalio.client import (
     Plugin,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
 )
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal.agent.approvals import (
+    PENDING_APPROVALS_ATTRIBUTE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+)
 from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState
-from smyth_temporal.agent.workflow import AgentWorkflow
+from smyth_temporal.agent.workflow import APPROVAL_SIGNAL, APPROVAL_UPDATE, AgentWorkflow
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
+    ClientError,
+    InvalidDecisionError,
     ServerUnavailableError,
     UnknownAgentError,
 )
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
 
-__all__ = ["AgentClient", "AgentRef", "agent_name"]
+__all__ = ["AgentClient", "AgentRef", "PendingApproval", "agent_name"]
 
 AgentRef = type[AgentWorkflow] | str
 """An agent class, or its workflow type name (what a worker registered)."""
 
 STATE_QUERY = "state"
+
+_MAX_CONCURRENT_QUERIES = 16
+"""Bound on state queries in flight while listing approvals (servers limit pollers)."""
+
+
+class PendingApproval(BaseModel):
+    """An approval request waiting for a decision, with the agent run it belongs to.
+
+    Added in 0.1.0.
+    """
+
+    agent: str
+    """The agent's workflow type name."""
+    workflow_id: str
+    """The agent's workflow id."""
+    tenant: str
+    """Whose agent it is."""
+    request: ApprovalRequest
+    """The request."""
 
 
 def agent_name(agent: AgentRef) -> str:
@@ -159,6 +189,118 @@ class AgentClient:
         except RPCError as exc:
             raise _translate(exc, workflow_id) from exc
         return result
+
+    async def decide(
+        self, workflow_id: str, decision: ApprovalDecision, *, wait: bool = True
+    ) -> ApprovalOutcome | None:
+        """Send an approval decision to an agent.
+
+        Args:
+            workflow_id: The agent's workflow id.
+            decision: The decision.
+            wait: Send it as an update and wait for the agent to accept it (default);
+                ``False`` sends a signal and returns at once (an invalid decision is
+                then only logged by the agent).
+
+        Returns:
+            The decided request (``None`` when ``wait`` is false).
+
+        Raises:
+            InvalidDecisionError: The agent refused the decision; the message says why.
+            AgentNotFoundError: No run has that workflow id.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            if not wait:
+                await handle.signal(APPROVAL_SIGNAL, decision)
+                return None
+            outcome: ApprovalOutcome = await handle.execute_update(
+                APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
+            )
+        except WorkflowUpdateFailedError as exc:
+            reason = exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
+            raise InvalidDecisionError(reason) from exc
+        except RPCError as exc:
+            raise _translate(exc, workflow_id) from exc
+        return outcome
+
+    async def approve(
+        self,
+        workflow_id: str,
+        request_id: str | None = None,
+        *,
+        by: str,
+        comment: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        arguments_sha256: str | None = None,
+        wait: bool = True,
+    ) -> ApprovalOutcome | None:
+        """Approve a pending request (the only one, when ``request_id`` is left out).
+
+        ``arguments`` replaces the model's arguments (validated by the agent);
+        ``arguments_sha256`` pins the arguments the approver saw. See ``decide``.
+        """
+        return await self.decide(
+            workflow_id,
+            ApprovalDecision(
+                request_id=request_id,
+                approved=True,
+                by=by,
+                comment=comment,
+                arguments=arguments,
+                arguments_sha256=arguments_sha256,
+            ),
+            wait=wait,
+        )
+
+    async def reject(
+        self,
+        workflow_id: str,
+        request_id: str | None = None,
+        *,
+        by: str,
+        comment: str | None = None,
+        wait: bool = True,
+    ) -> ApprovalOutcome | None:
+        """Reject a pending request; the model is told who rejected it and why. See ``decide``."""
+        return await self.decide(
+            workflow_id,
+            ApprovalDecision(request_id=request_id, approved=False, by=by, comment=comment),
+            wait=wait,
+        )
+
+    async def pending_approvals(self, *, tenant: str | None = None) -> list[PendingApproval]:
+        """Every pending approval request of every running agent, oldest first.
+
+        Found through the ``SmythPendingApprovals`` search attribute, so no workflow id
+        needs to be known.
+
+        Args:
+            tenant: Only this tenant's agents.
+        """
+        query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
+        ids = [execution.id async for execution in self.client.list_workflows(query)]
+        limit = asyncio.Semaphore(_MAX_CONCURRENT_QUERIES)
+
+        async def pending_of(workflow_id: str) -> list[PendingApproval]:
+            async with limit:
+                try:
+                    state = await self.state(workflow_id)
+                except ClientError:
+                    return []  # finished between the listing and the query
+            return [
+                PendingApproval(
+                    agent=state.agent,
+                    workflow_id=state.workflow_id,
+                    tenant=state.tenant,
+                    request=request,
+                )
+                for request in state.pending_approvals
+                if tenant is None or state.tenant == tenant
+            ]
+
+        found = await asyncio.gather(*(pending_of(i) for i in ids))
+        return sorted((p for group in found for p in group), key=lambda p: p.request.requested_at)
 
     async def workers_polling(self, task_queue: str | None = None) -> int:
         """How many workers poll the agents' task queue for workflow tasks right now."""

@@ -11,7 +11,8 @@ SmythError
     ├── ServerUnavailableError   no Temporal server answers at the address
     ├── AgentNotFoundError       no agent run with that workflow id
     ├── UnknownAgentError        no agent class by that name is known to the caller
-    └── AgentFailedError         the run ended failed, terminated, cancelled or timed out
+    ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
+    └── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
 ```
 
 Run outcomes that an agent can handle (a tool failing, bad tool arguments, the step
@@ -19,8 +20,9 @@ limit) are not exceptions: they are reported to the model as tool results, or as
 ``status`` of an ``AgentResult``.
 
 Inside activities, errors travel as temporalio ``ApplicationError``s whose ``type`` is
-one of the class names above, so a failure seen in the workflow or in history is
-classified the same way as the exception raised on the worker.
+one of the class names above (or, for transport failures of the model endpoint,
+``ModelTimeout`` and ``ModelConnectionError``, both retryable), so a failure seen in
+the workflow or in history is classified the same way as on the worker.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "AgentNotFoundError",
     "ClientError",
     "ConfigurationError",
+    "InvalidDecisionError",
     "ModelError",
     "ModelHTTPError",
     "ServerUnavailableError",
@@ -98,3 +101,12 @@ class UnknownAgentError(ClientError):
 
 class AgentFailedError(ClientError):
     """The agent's run ended without a result (failed, terminated, cancelled, timed out)."""
+
+
+class InvalidDecisionError(ClientError):
+    """The agent refused an approval decision; the message says why.
+
+    Unknown or already decided request ids, an ``arguments_sha256`` that does not
+    match, edited arguments that do not fit the tool, or an ambiguous decision. The
+    refusal leaves no trace in the agent's history.
+    """

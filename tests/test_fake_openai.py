@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import socket
 import time
@@ -280,6 +281,20 @@ async def test_requests_are_recorded(server: FakeOpenAIServer, client: openai.As
     assert request.body.startswith(b"{")
 
 
+async def test_requests_record_arrival_time(
+    server: FakeOpenAIServer, client: openai.AsyncOpenAI
+) -> None:
+    server.enqueue(chat_completion("a"), chat_completion("b"))
+    before = time.monotonic()
+    await _create(client)
+    await asyncio.sleep(0.2)
+    await _create(client)
+    after = time.monotonic()
+    first, second = server.requests
+    assert before <= first.received_at <= second.received_at <= after
+    assert second.received_at - first.received_at >= 0.2
+
+
 async def test_requests_snapshot_is_a_copy(
     server: FakeOpenAIServer, client: openai.AsyncOpenAI
 ) -> None:
@@ -335,6 +350,10 @@ async def test_embeddings_honour_dimensions_and_both_encodings(
     assert as_float.data[0].embedding == as_default.data[0].embedding
     assert as_float.data[0].embedding == fake_embedding("gamma", 37)
     assert as_float.model == "e"
+    # The client decodes whichever it gets, so check the wire format itself.
+    raw = await client.embeddings.with_raw_response.create(model="e", input="gamma")
+    assert isinstance(json.loads(raw.text)["data"][0]["embedding"], str)
+    assert raw.parse().data[0].embedding == fake_embedding("gamma")
 
 
 async def test_embeddings_do_not_consume_scripted_chat_responses(

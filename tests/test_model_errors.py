@@ -106,9 +106,7 @@ async def test_retry_after_http_date_in_the_past_gives_no_delay(
 async def test_retry_after_ms_wins_over_retry_after(
     server: FakeOpenAIServer, client: openai.AsyncOpenAI
 ) -> None:
-    server.enqueue(
-        FakeResponse(status=429, headers={"retry-after-ms": "1500", "Retry-After": "9"})
-    )
+    server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "1500", "Retry-After": "9"}))
     error = await _classify(client)
     assert error.next_retry_delay == timedelta(milliseconds=1500)
 
@@ -249,9 +247,7 @@ def test_application_error_passes_through_unchanged() -> None:
 
 
 def test_sdk_model_errors_keep_their_type_and_retryability() -> None:
-    http_error = to_application_error(
-        ModelHTTPError("bad reply", status_code=400, retryable=False)
-    )
+    http_error = to_application_error(ModelHTTPError("bad reply", status_code=400, retryable=False))
     assert (http_error.type, http_error.non_retryable) == ("ModelHTTPError", True)
     assert http_error.details == ({"status_code": 400},)
     model_error = to_application_error(ModelError("empty choices", retryable=True))

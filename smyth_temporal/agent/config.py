@@ -9,8 +9,9 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
+from smyth_temporal.agent.approvals import DEFAULT_APPROVAL_TIMEOUT
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._tool import OnTimeout, Tool
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -68,6 +69,14 @@ class AgentConfig:
     """Retry policy of the model activity."""
     state_messages: int = 20
     """How many recent messages the ``state`` query returns."""
+    approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
+    """How long an approval request waits, unless its tool says otherwise."""
+    on_approval_timeout: OnTimeout = "reject"
+    """What happens at an approval deadline, unless the tool says otherwise."""
+    search_attributes: bool = True
+    """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
+    so waiting agents can be listed across runs (the cluster must have them registered;
+    ``smyth dev`` does)."""
 
     def __post_init__(self) -> None:
         if not self.model:

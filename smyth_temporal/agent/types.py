@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
+from smyth_temporal.agent.approvals import ApprovalRequest
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 
 __all__ = ["TERMINAL_STATUSES", "AgentInput", "AgentResult", "AgentState", "AgentStatus"]
 
-AgentStatus = Literal["running", "thinking", "acting", "completed", "max_steps", "failed"]
+AgentStatus = Literal[
+    "running", "thinking", "acting", "awaiting_approval", "completed", "max_steps", "failed"
+]
 """Where an agent is.
 
 - ``running``: started, between steps.
 - ``thinking``: waiting for the model.
 - ``acting``: running tool calls.
+- ``awaiting_approval``: a gated tool call waits for a person's decision.
 - ``completed``: the model answered without calling tools; ``output`` is its answer.
 - ``max_steps``: stopped at the step limit; ``output`` is the last text the model wrote.
 - ``failed``: the run failed (the model endpoint refused the request, for example).
@@ -89,3 +93,11 @@ class AgentState(BaseModel):
     """Tokens, requests and tool calls so far."""
     output: str | None = None
     """The final answer, once there is one."""
+    approvals: list[ApprovalRequest] = Field(default_factory=list)
+    """Every approval request of the run with its decision: the audit trail."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """The approval requests still waiting for a decision."""
+        return [r for r in self.approvals if r.status == "pending"]

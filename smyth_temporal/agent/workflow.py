@@ -8,13 +8,25 @@ scheduled by name, so the event history is the agent's authoritative state.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any, ClassVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent.approvals import (
+    PENDING_APPROVALS_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+    ApprovalStatus,
+    InvalidDecision,
+    arguments_sha256,
+    check_decision,
+)
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState, AgentStatus
@@ -23,7 +35,13 @@ from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResp
 from smyth_temporal.tools._tool import Tool, ToolArgumentsError
 from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
 
-__all__ = ["MAX_OUTPUT_CHARS", "AgentWorkflow"]
+__all__ = ["APPROVAL_SIGNAL", "APPROVAL_UPDATE", "MAX_OUTPUT_CHARS", "AgentWorkflow"]
+
+APPROVAL_SIGNAL = "approval_decision"
+"""Signal carrying an ``ApprovalDecision`` (fire-and-forget; invalid ones are logged)."""
+
+APPROVAL_UPDATE = "decide_approval"
+"""Update carrying an ``ApprovalDecision``; answers ``ApprovalOutcome`` or rejects it."""
 
 MAX_OUTPUT_CHARS = 200_000
 """The most characters of final output an ``AgentResult`` carries.
@@ -42,10 +60,14 @@ class AgentWorkflow:
     - ``begin(input)``: start the conversation (system prompt and task).
     - ``think()``: one model turn; appends and returns the assistant message.
     - ``act(calls)``: run tool calls (read-only ones concurrently), append the results.
-    - ``call_tool(call)``: run one tool call and return its result message.
+    - ``call_tool(call)``: run one tool call and return its result message (waiting
+      for a person's decision first when the tool requires approval).
+    - ``request_approval(call)``: record an approval request for a call.
     - ``finish(output)``: end the run with an ``AgentResult``.
 
-    Every subclass answers the ``state`` query with an ``AgentState``.
+    Every subclass answers the ``state`` query with an ``AgentState``, and takes
+    approval decisions through the ``decide_approval`` update (validated, answered)
+    and the ``approval_decision`` signal (fire-and-forget).
 
     Added in 0.1.0.
     """
@@ -65,6 +87,7 @@ class AgentWorkflow:
         self._input: AgentInput | None = None
         self._pending: dict[str, ToolCall] = {}
         self._output: str | None = None
+        self._approvals: dict[str, ApprovalRequest] = {}
         self._log = WorkflowLogger("smyth_temporal.agent")
 
     # -- queries -------------------------------------------------------------------
@@ -88,7 +111,32 @@ class AgentWorkflow:
             pending_tool_calls=list(self._pending.values()),
             usage=self.usage,
             output=self._output,
+            approvals=list(self._approvals.values()),
         )
+
+    # -- approval decisions --------------------------------------------------------
+
+    @workflow.update(name=APPROVAL_UPDATE)
+    def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
+        """Apply a decision and answer with the decided request."""
+        request = self._check_decision(decision)
+        self._apply_decision(request, decision)
+        return ApprovalOutcome(request=request)
+
+    @decide_approval.validator
+    def _validate_decision(self, decision: ApprovalDecision) -> None:
+        # Runs before anything is written to history: an invalid decision leaves no trace.
+        self._check_decision(decision)
+
+    @workflow.signal(name=APPROVAL_SIGNAL)
+    def approval_decision(self, decision: ApprovalDecision) -> None:
+        """Apply a decision sent as a signal; an invalid one is logged and ignored."""
+        try:
+            request = self._check_decision(decision)
+        except InvalidDecision as exc:
+            self._log.warning("approval.invalid_decision", error=str(exc), by=decision.by)
+            return
+        self._apply_decision(request, decision)
 
     # -- the default loop ----------------------------------------------------------
 
@@ -204,6 +252,9 @@ class AgentWorkflow:
             The tool result messages, in the order of ``calls``.
         """
         self.status = "acting"
+        # Every gated call of the turn asks at once, so people can decide in any order.
+        for call in calls:
+            self.request_approval(call)
         results: list[Message] = []
         batch: list[ToolCall] = []
         for call in calls:
@@ -234,6 +285,15 @@ class AgentWorkflow:
             arguments = spec.validate_arguments(call.arguments)
         except ToolArgumentsError as exc:
             return self._tool_error(call, str(exc))
+        request = self.request_approval(call)
+        if request is not None:
+            await self._await_decision(request)
+            decision = request.decision
+            if decision is None or not decision.approved:
+                return self._tool_error(call, _refusal(request))
+            if decision.arguments is not None:
+                arguments = spec.validate_arguments(decision.arguments)
+            request.executed_arguments_sha256 = arguments_sha256(arguments)
         info = workflow.info()
         invocation = ToolInvocation(
             tool=spec.name,
@@ -264,6 +324,58 @@ class AgentWorkflow:
         self._log.info("agent.tool_result", step=self.step, tool=call.name, call_id=call.id)
         return Message.tool_result(call, outcome.content, step=self.step)
 
+    def request_approval(
+        self, call: ToolCall, *, reason: str | None = None
+    ) -> ApprovalRequest | None:
+        """Record an approval request for ``call`` if its tool requires one.
+
+        Idempotent: the same call gets the same request. Calls to unknown tools or
+        with invalid arguments get none (``call_tool`` reports those to the model).
+
+        Args:
+            call: The tool call.
+            reason: What to show the approver (default: the model's text of that turn).
+
+        Returns:
+            The request, or ``None`` when the call needs no approval.
+        """
+        existing = self._approvals.get(_request_id(self.step, call))
+        if existing is not None:
+            return existing
+        spec = self.config.tool(call.name)
+        if spec is None or not spec.requires_approval:
+            return None
+        try:
+            arguments = spec.validate_arguments(call.arguments)
+        except ToolArgumentsError:
+            return None
+        try:
+            gated = spec.needs_approval(arguments)
+        except Exception as exc:
+            # A broken predicate must not let a gated call through: ask a person.
+            self._log.error("approval.predicate_failed", tool=spec.name, error=repr(exc))
+            gated = True
+        if not gated:
+            return None
+        now = workflow.now()
+        timeout = spec.approval_timeout or self.config.approval_timeout
+        request = ApprovalRequest(
+            id=_request_id(self.step, call),
+            tool=spec.name,
+            call_id=call.id,
+            step=self.step,
+            arguments=arguments,
+            arguments_sha256=arguments_sha256(arguments),
+            reason=reason if reason is not None else self._reason_for(call),
+            requested_at=now,
+            deadline=now + timeout,
+            on_timeout=spec.on_timeout or self.config.on_approval_timeout,
+        )
+        self._approvals[request.id] = request
+        self._log.info("approval.requested", request_id=request.id, tool=spec.name)
+        self._publish_approvals()
+        return request
+
     def finish(self, output: str, status: AgentStatus = "completed") -> AgentResult:
         """End the run: record the output and build the result.
 
@@ -275,6 +387,8 @@ class AgentWorkflow:
             output = output[:MAX_OUTPUT_CHARS] + "\n[output truncated]"
         self._output = output
         self.status = status
+        if self._approvals:
+            self._publish_approvals()
         self._log.info("agent.finished", status=status, steps=self.step)
         return AgentResult(output=output, status=status, steps=self.step, usage=self.usage)
 
@@ -293,6 +407,108 @@ class AgentWorkflow:
         # gather keeps the order of its arguments and schedules deterministically.
         return list(await asyncio.gather(*(self.call_tool(call) for call in calls)))
 
+    async def _await_decision(self, request: ApprovalRequest) -> None:
+        if request.status != "pending":
+            return
+        previous, self.status = self.status, "awaiting_approval"
+        self._publish_approvals()
+        remaining = max(request.deadline - workflow.now(), timedelta(0))
+        try:
+            await workflow.wait_condition(lambda: request.status != "pending", timeout=remaining)
+        except TimeoutError:
+            self._expire(request)
+        self.status = previous
+        self._publish_approvals()
+
+    def _expire(self, request: ApprovalRequest) -> None:
+        self._log.warning("approval.expired", request_id=request.id, policy=request.on_timeout)
+        if request.on_timeout == "fail":
+            request.status = "expired"
+            request.decided_at = workflow.now()
+            self.status = "failed"
+            raise ApplicationError(
+                f"approval request {request.id} for tool '{request.tool}' expired at "
+                f"{request.deadline.isoformat()} without a decision",
+                type="ApprovalExpired",
+                non_retryable=True,
+            )
+        approved = request.on_timeout == "approve"
+        comment = "approved" if approved else "rejected"
+        self._apply_decision(
+            request,
+            ApprovalDecision(
+                request_id=request.id,
+                approved=approved,
+                by="system:timeout",
+                comment=f"no decision before the deadline; {comment} by policy",
+            ),
+            status="expired",
+        )
+
+    def _check_decision(self, decision: ApprovalDecision) -> ApprovalRequest:
+        return check_decision(decision, self._approvals, self._validate_tool_arguments)
+
+    def _validate_tool_arguments(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        spec = self.config.tool(tool)
+        if spec is None:
+            raise ValueError(f"the agent no longer has tool '{tool}'")
+        return spec.validate_arguments(arguments)
+
+    def _apply_decision(
+        self,
+        request: ApprovalRequest,
+        decision: ApprovalDecision,
+        *,
+        status: ApprovalStatus | None = None,
+    ) -> None:
+        request.decision = decision.model_copy(update={"request_id": request.id})
+        request.status = status or ("approved" if decision.approved else "rejected")
+        request.decided_at = workflow.now()
+        self._log.info(
+            "approval.decided",
+            request_id=request.id,
+            tool=request.tool,
+            approved=decision.approved,
+            by=decision.by,
+            edited=decision.arguments is not None,
+        )
+
+    def _publish_approvals(self) -> None:
+        if not self.config.search_attributes:
+            return
+        pending = sum(1 for r in self._approvals.values() if r.status == "pending")
+        workflow.upsert_search_attributes(
+            [
+                STATUS_ATTRIBUTE.value_set("awaiting_approval" if pending else self.status),
+                PENDING_APPROVALS_ATTRIBUTE.value_set(pending),
+            ]
+        )
+
+    def _reason_for(self, call: ToolCall) -> str | None:
+        for message in reversed(self.messages):
+            if message.role == "assistant" and any(c.id == call.id for c in message.tool_calls):
+                return message.content
+        return None
+
     def _tool_error(self, call: ToolCall, text: str) -> Message:
         self._log.warning("agent.tool_error", step=self.step, tool=call.name, error=text)
         return Message.tool_result(call, f"Error: {text}", step=self.step)
+
+
+def _request_id(step: int, call: ToolCall) -> str:
+    return f"apr-{step}-{call.id}"
+
+
+def _refusal(request: ApprovalRequest) -> str:
+    decision = request.decision
+    if request.status == "expired":
+        return (
+            f"the call to '{request.tool}' was not run: its approval request expired at "
+            f"{request.deadline.isoformat()} without a decision. Do not retry it unchanged."
+        )
+    by = decision.by if decision else "an approver"
+    why = f": {decision.comment}" if decision and decision.comment else ""
+    return (
+        f"the call to '{request.tool}' was not run: it was rejected by {by}{why}. "
+        "Adapt your plan instead of retrying it unchanged."
+    )

@@ -57,6 +57,7 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 """Hosts for which starting a server on this machine makes sense."""
 
 _STOP_TIMEOUT = 10.0
+_CORE_SETTLE_DELAY = 0.05
 
 
 async def is_reachable(
@@ -91,6 +92,10 @@ async def is_reachable(
                 timeout=timedelta(seconds=timeout),
             )
     except Exception:  # refused, timed out, unknown namespace: all mean "not usable"
+        # Let temporalio's core thread finish with the failed connection: a process
+        # that exits right after one may otherwise abort while finalizing (temporalio
+        # 1.35, "PyGILState_Release ... must be current").
+        await asyncio.sleep(_CORE_SETTLE_DELAY)
         return False
     return True
 

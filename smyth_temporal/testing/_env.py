@@ -10,11 +10,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from smyth_temporal.agent.approvals import SEARCH_ATTRIBUTES
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.models._provider import ModelProvider
@@ -25,6 +30,7 @@ __all__ = [
     "agent_worker",
     "find_binary",
     "new_task_queue",
+    "register_search_attributes",
     "start_dev_environment",
     "start_time_skipping_environment",
 ]
@@ -73,12 +79,15 @@ async def start_dev_environment(
 ) -> WorkflowEnvironment:
     """Start a real Temporal dev server (in memory) with ``SmythPlugin`` on its client.
 
+    The search attributes smyth agents publish (``SmythStatus``,
+    ``SmythPendingApprovals``) are registered, plus any given.
+
     Added in 0.1.0.
     """
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=find_binary("temporal"),
         plugins=[SmythPlugin()],
-        search_attributes=search_attributes,
+        search_attributes=[*SEARCH_ATTRIBUTES, *search_attributes],
         dev_server_extra_args=list(extra_args),
     )
 
@@ -86,12 +95,35 @@ async def start_dev_environment(
 async def start_time_skipping_environment() -> WorkflowEnvironment:
     """Start Temporal's time-skipping test server with ``SmythPlugin`` on its client.
 
+    This server cannot register custom search attributes, so agents that use
+    approvals run on it with ``AgentConfig(search_attributes=False)``.
+
     Added in 0.1.0.
     """
     return await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=find_binary("temporal-test-server"),
         plugins=[SmythPlugin()],
     )
+
+
+async def register_search_attributes(
+    client: Client, extra: Sequence[SearchAttributeKey[Any]] = ()
+) -> None:
+    """Register the search attributes smyth agents publish on a server (idempotent).
+
+    Added in 0.1.0.
+    """
+    wanted = {key.name: key.indexed_value_type for key in (*SEARCH_ATTRIBUTES, *extra)}
+    existing = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing = {
+        name: kind for name, kind in wanted.items() if name not in existing.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
 
 
 def agent_worker(

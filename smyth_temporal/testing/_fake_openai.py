@@ -91,6 +91,8 @@ class RecordedRequest:
             headers are joined with ``", "``.
         json: The decoded JSON body, or ``None`` if the body was empty or not JSON.
         body: The raw body bytes.
+        received_at: When the request arrived, in ``time.monotonic()`` seconds, so
+            tests can measure gaps between attempts (retry backoff).
     """
 
     method: str
@@ -98,6 +100,7 @@ class RecordedRequest:
     headers: dict[str, str]
     json: Any
     body: bytes
+    received_at: float
 
 
 def chat_completion(
@@ -351,7 +354,7 @@ class FakeOpenAIServer:
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
-            pass
+            self._requests.append(request)
 
     def _next_response(self) -> FakeResponse | None:
         with self._lock:
@@ -419,6 +422,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         fake = self.server.fake
+        received_at = time.monotonic()
         raw = self._read_body()
         try:
             decoded: Any = json.loads(raw) if raw else None
@@ -430,7 +434,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         fake._record(
             RecordedRequest(
-                method=self.command, path=self.path, headers=headers, json=decoded, body=raw
+                method=self.command,
+                path=self.path,
+                headers=headers,
+                json=decoded,
+                body=raw,
+                received_at=received_at,
             )
         )
 

@@ -7,6 +7,7 @@ worker ever calls the function (in ``_activity.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -24,6 +25,8 @@ __all__ = [
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
+    "ApprovalPolicy",
+    "OnTimeout",
     "Tool",
     "ToolArgumentsError",
     "ToolEffect",
@@ -68,6 +71,18 @@ _DEFAULT_RETRY = RetryPolicy(
 
 ToolFunction = Callable[..., Awaitable[Any]]
 
+OnTimeout = Literal["reject", "approve", "fail"]
+"""What happens when nobody decides an approval request before its deadline.
+
+- ``reject`` (default): the tool does not run; the model is told the request expired.
+- ``approve``: the tool runs as requested (set it only on purpose).
+- ``fail``: the run fails.
+"""
+
+ApprovalPolicy = bool | Callable[..., bool]
+"""``True`` to gate every call, or a deterministic predicate over the validated
+arguments (called with them as keyword arguments) saying which calls need consent."""
+
 
 class ToolArgumentsError(ValueError):
     """The model's arguments for a tool are not valid JSON or do not fit its schema."""
@@ -101,6 +116,18 @@ class Tool:
     """Retry policy of the tool's activity."""
     max_output_chars: int = DEFAULT_TOOL_MAX_OUTPUT_CHARS
     """Output past this many characters is truncated with a note to the model."""
+    requires_approval: ApprovalPolicy = False
+    """Whether a call waits for a person's decision before it runs."""
+    approval_timeout: timedelta | None = None
+    """How long a request waits (default: the agent's ``approval_timeout``)."""
+    on_timeout: OnTimeout | None = None
+    """What happens at the deadline (default: the agent's ``on_approval_timeout``)."""
+
+    def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether this call (with validated JSON ``arguments``) needs a decision first."""
+        if callable(self.requires_approval):
+            return bool(self.requires_approval(**self.bind_arguments(arguments)))
+        return bool(self.requires_approval)
 
     @property
     def activity_name(self) -> str:
@@ -179,6 +206,9 @@ def tool(
     heartbeat_timeout: timedelta | None = None,
     retry: RetryPolicy | None = None,
     max_output_chars: int | None = None,
+    requires_approval: ApprovalPolicy = False,
+    approval_timeout: timedelta | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -193,6 +223,9 @@ def tool(
     heartbeat_timeout: timedelta | None = None,
     retry: RetryPolicy | None = None,
     max_output_chars: int | None = None,
+    requires_approval: ApprovalPolicy = False,
+    approval_timeout: timedelta | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn an async function into a tool the model can call.
 
@@ -210,6 +243,12 @@ def tool(
         heartbeat_timeout: How soon an attempt on a crashed worker is retried (default 5 s).
         retry: Retry policy; the default retries 5 times with exponential backoff.
         max_output_chars: Truncate longer output, with a note to the model.
+        requires_approval: ``True``, or a deterministic predicate over the validated
+            arguments (``lambda order: order.amount > 10_000``): such calls wait for a
+            person's decision (see ``ApprovalDecision``) before they run.
+        approval_timeout: How long a request waits (default: the agent's setting).
+        on_timeout: ``"reject"``, ``"approve"`` or ``"fail"`` at the deadline
+            (default: the agent's setting, itself ``"reject"``).
 
     Returns:
         A ``Tool``, or a decorator that makes one.
@@ -221,7 +260,7 @@ def tool(
     """
 
     def make(fn: ToolFunction) -> Tool:
-        return _make_tool(
+        spec = _make_tool(
             fn,
             name=name,
             description=description,
@@ -230,6 +269,12 @@ def tool(
             heartbeat_timeout=heartbeat_timeout,
             retry=retry,
             max_output_chars=max_output_chars,
+        )
+        return dataclasses.replace(
+            spec,
+            requires_approval=requires_approval,
+            approval_timeout=approval_timeout,
+            on_timeout=on_timeout,
         )
 
     return make(fn) if fn is not None else make

@@ -1,0 +1,1 @@
+"""Runnable examples of smyth-temporal agents, one folder per scenario (see README.md)."""

@@ -1,0 +1,609 @@
+"""The ``smyth`` command: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``.
+
+Every subcommand takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
+``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
+them); ``worker`` and ``run`` take ``--task-queue`` (``SMYTH_TASK_QUEUE``).
+
+Failures the user can fix (nothing at the address, an unknown run id, an agent that
+cannot be imported, a missing API key) print one line, ``smyth: error: ...``, and
+exit with 1; Ctrl-C exits with 130. Anything else is a bug and shows its traceback.
+
+Added in 0.1.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from smyth_temporal import __version__
+from smyth_temporal._logging import configure_logging
+from smyth_temporal.agent.types import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
+from smyth_temporal.cli._devserver import (
+    DEFAULT_DEV_PORT,
+    DEFAULT_STATE_DIR,
+    LOCAL_HOSTS,
+    DevServer,
+    is_reachable,
+    split_address,
+)
+from smyth_temporal.cli._output import (
+    error_line,
+    format_state,
+    format_usage,
+    one_line,
+    progress_line,
+    status,
+)
+from smyth_temporal.client import AgentClient, agent_name
+from smyth_temporal.exceptions import (
+    ClientError,
+    ConfigurationError,
+    ServerUnavailableError,
+    SmythError,
+    UnknownAgentError,
+)
+from smyth_temporal.settings import Settings
+from smyth_temporal.worker import (
+    DEFAULT_MODEL_PROVIDER,
+    MODEL_PROVIDER_ENV,
+    load_agent,
+    load_agents,
+    load_model_provider,
+    run_worker,
+)
+
+__all__ = ["PICKUP_TIMEOUT", "PROGRESS_INTERVAL", "STATE_TIMEOUT", "build_parser", "main"]
+
+PROG = "smyth"
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+PICKUP_TIMEOUT = 5.0
+"""Seconds ``smyth run`` watches a new run's history for a worker to take it.
+
+The first workflow task of a run normally completes in tens of milliseconds; within
+this time a task failed because the type is not registered means no worker serves it.
+"""
+
+PROGRESS_INTERVAL = 0.5
+"""Seconds between two ``state`` queries while ``--wait`` or ``result`` shows progress."""
+
+STATE_TIMEOUT = 10.0
+"""Seconds ``smyth state`` waits for a worker to answer the query."""
+
+CORE_SETTLE_DELAY = 0.1
+"""Seconds to let temporalio's core thread settle after a failed connection (see _settled)."""
+
+LOG_LEVEL_ENV = "SMYTH_LOG_LEVEL"
+LOG_FORMAT_ENV = "SMYTH_LOG_FORMAT"
+
+DEMO_MODULE = "smyth_temporal.cli._demo"
+
+# Messages Temporal SDKs put in the failure of a workflow task for a type the worker
+# does not have: Python ("is not registered"), Go ("unable to find workflow type"),
+# Java and others ("unknown workflow type").
+_UNREGISTERED_MARKERS = (
+    "is not registered",
+    "unable to find workflow type",
+    "unknown workflow type",
+)
+
+_CLOSED_EVENTS = frozenset(
+    {
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    }
+)
+
+T = TypeVar("T")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``smyth`` command line.
+
+    Args:
+        argv: The arguments after the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code: 0 on success, 1 on an error the user can fix, 2 on bad usage,
+        130 when interrupted.
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # The demo is imported only when asked for: it is heavier than the other commands
+    # and may be absent, which must not break them.
+    demo = _load_demo() if arguments[:1] == ["demo"] else None
+    parser = build_parser(demo=demo)
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # --help, or a usage error argparse has printed
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    level = args.log_level or ("info" if args.command == "worker" else "warning")
+    configure_logging(level, json=args.log_format == "json")
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except SmythError as exc:
+        print(error_line(exc), file=sys.stderr)
+        return EXIT_ERROR
+    except RPCError as exc:  # the server refused (unknown namespace, permissions, ...)
+        print(error_line(f"Temporal: {exc.message or exc}"), file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``smyth``.
+
+    Args:
+        demo: The imported demo module (its ``add_arguments`` adds the demo's options),
+            the error that importing it raised, or ``None`` when not needed.
+    """
+    connection = argparse.ArgumentParser(add_help=False)
+    group = connection.add_argument_group("Temporal connection")
+    group.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="the Temporal frontend (default: TEMPORAL_ADDRESS, the temporal.toml profile, "
+        "or localhost:7233)",
+    )
+    group.add_argument(
+        "--namespace",
+        help="the Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, or default)",
+    )
+    group.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default=os.environ.get(LOG_LEVEL_ENV) or None,
+        help=f"least severe log level shown on stderr ({LOG_LEVEL_ENV}; default: info for "
+        "worker, warning otherwise)",
+    )
+    group.add_argument(
+        "--log-format",
+        choices=["console", "json"],
+        default=os.environ.get(LOG_FORMAT_ENV) or "console",
+        help=f"log lines for people or one JSON object per line ({LOG_FORMAT_ENV})",
+    )
+    queue = argparse.ArgumentParser(add_help=False)
+    queue.add_argument(
+        "--task-queue",
+        help="the task queue agents run on (default: SMYTH_TASK_QUEUE or smyth-agents)",
+    )
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Durable AI agents on Temporal: a dev server, workers, and agent runs.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    dev = commands.add_parser(
+        "dev",
+        parents=[connection],
+        help="run the embedded Temporal dev server (SQLite under .smyth/)",
+        description="Start a Temporal dev server with a SQLite file and keep it in the "
+        "foreground until Ctrl-C. Does nothing if a server already answers on the port.",
+    )
+    dev.add_argument(
+        "--port",
+        type=_port,
+        help="gRPC port (default: the port of --address when it is local, else 7233)",
+    )
+    dev.add_argument("--ui-port", type=_port, help="Web UI port (default: port + 1000)")
+    dev.add_argument(
+        "--db-file",
+        type=Path,
+        default=DEFAULT_STATE_DIR / "temporal.db",
+        help="the SQLite file; the server's log goes beside it (default: %(default)s)",
+    )
+    dev.set_defaults(handler=_cmd_dev)
+
+    worker = commands.add_parser(
+        "worker",
+        parents=[connection, queue],
+        help="serve agents: run their workflows, model calls and tools",
+        description="Serve agent classes until SIGINT/SIGTERM.",
+    )
+    worker.add_argument(
+        "agents",
+        nargs="+",
+        metavar="AGENT",
+        help="an agent class as module:Class, e.g. examples.market.workflows:MarketAnalyst",
+    )
+    worker.add_argument(
+        "--model",
+        default=os.environ.get(MODEL_PROVIDER_ENV) or DEFAULT_MODEL_PROVIDER,
+        metavar="openai|MODULE:ATTR",
+        help="the model provider: 'openai' (OPENAI_BASE_URL, OPENAI_API_KEY) or a provider "
+        f"object or factory as module:attr ({MODEL_PROVIDER_ENV}; default: %(default)s)",
+    )
+    worker.add_argument(
+        "--max-cached-workflows",
+        type=_non_negative,
+        metavar="N",
+        help="runs kept in memory between steps (default: temporalio's, 1000)",
+    )
+    worker.set_defaults(handler=_cmd_worker)
+
+    run = commands.add_parser(
+        "run",
+        parents=[connection, queue],
+        help="start an agent run",
+        description="Start an agent and print its workflow id; --wait shows progress and "
+        "prints the output.",
+    )
+    run.add_argument(
+        "agent", metavar="AGENT", help="the agent's workflow type name or module:Class"
+    )
+    run.add_argument("--prompt", required=True, help="the task, as the first user message")
+    run.add_argument("--id", help="the workflow id (default: <agent>-<random>)")
+    run.add_argument("--tenant", default="default", help="whose agent this is (%(default)s)")
+    run.add_argument("--session", help="a session id grouping runs")
+    run.add_argument("--wait", action="store_true", help="wait for the result, with progress")
+    run.add_argument("--json", action="store_true", help="print JSON")
+    run.set_defaults(handler=_cmd_run)
+
+    state = commands.add_parser(
+        "state",
+        parents=[connection],
+        help="show an agent's state",
+        description="Show status, steps, usage, pending tool calls and the last messages.",
+    )
+    state.add_argument("workflow_id", metavar="ID", help="the run's workflow id")
+    state.add_argument("--json", action="store_true", help="print AgentState as JSON")
+    state.set_defaults(handler=_cmd_state)
+
+    result = commands.add_parser(
+        "result",
+        parents=[connection],
+        help="wait for an agent run and print its output",
+        description="Wait for the run to end (showing progress) and print its output.",
+    )
+    result.add_argument("workflow_id", metavar="ID", help="the run's workflow id")
+    result.add_argument("--json", action="store_true", help="print AgentResult as JSON")
+    result.set_defaults(handler=_cmd_result)
+
+    demo_parser = commands.add_parser(
+        "demo",
+        parents=[connection],
+        help="run the end-to-end demo",
+        description="Run the demo: a dev server, a worker and an agent, all in one.",
+    )
+    if isinstance(demo, ModuleType):
+        demo.add_arguments(demo_parser)
+    demo_parser.set_defaults(handler=_cmd_demo, demo=demo)
+    return parser
+
+
+# -- subcommands ------------------------------------------------------------------
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    host, configured_port = split_address(settings.address)
+    if host not in LOCAL_HOSTS:
+        host, configured_port = "localhost", DEFAULT_DEV_PORT
+    port = args.port or configured_port
+    db_file: Path = args.db_file
+    server = DevServer(
+        port=port,
+        ui_port=args.ui_port,
+        db_path=db_file,
+        namespace=settings.namespace,
+        state_dir=db_file.parent,
+        host=host,
+    )
+    return _run_async(_dev(server))
+
+
+async def _dev(server: DevServer) -> int:
+    if await is_reachable(server.address, server.namespace):
+        print(f"a Temporal server already answers at {server.address} (Web UI: {server.ui_url})")
+        return EXIT_OK
+    status(f"starting the Temporal dev server on {server.address} (data: {server.db_path}) ...")
+    server.start()
+    try:
+        await server.wait_ready()
+        print(f"Temporal dev server ready at {server.address} (namespace {server.namespace})")
+        print(f"Web UI: {server.ui_url}", flush=True)
+        status(f"log: {server.log_path}; press Ctrl-C to stop")
+        # SIGINT cancels this task (asyncio.run's own handler), SIGTERM sets `stop`;
+        # either way the finally clause stops the server, which runs in its own
+        # process group and so never sees the terminal's signals itself.
+        with _event_on_signals(signal.SIGTERM) as stop:
+            while not stop.is_set():
+                code = server.process.poll() if server.process else None
+                if code is not None:
+                    raise ClientError(
+                        f"the Temporal dev server exited unexpectedly with code {code}; "
+                        f"see {server.log_path}"
+                    )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=0.5)
+    finally:
+        if server.running:
+            status("stopping the Temporal dev server ...")
+        server.stop()
+    status("stopped")
+    return EXIT_OK
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    agents = load_agents(args.agents)
+    model = load_model_provider(args.model)
+    _run_async(
+        run_worker(
+            agents,
+            settings=settings,
+            model=model,
+            max_cached_workflows=args.max_cached_workflows,
+        )
+    )
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    return _run_async(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    name = _agent_type(args.agent)
+    agents = await AgentClient.connect(settings)
+    if await agents.workers_polling() == 0:
+        raise ClientError(
+            f"no worker polls task queue {settings.task_queue!r} (namespace "
+            f"{settings.namespace!r} at {settings.address}); start one with "
+            "`smyth worker module:Class`"
+        )
+    agent_input = AgentInput(prompt=args.prompt, tenant=args.tenant, session_id=args.session)
+    try:
+        handle = await agents.start(name, agent_input, id=args.id)
+    except WorkflowAlreadyStartedError as exc:
+        raise ClientError(f"an agent run with workflow id {exc.workflow_id!r} is running") from exc
+    if not args.json:
+        print(handle.id, flush=True)
+    await _confirm_pickup(handle, name, settings.task_queue)
+    summary: dict[str, Any] = {
+        "workflow_id": handle.id,
+        "run_id": handle.result_run_id,
+        "agent": name,
+        "task_queue": settings.task_queue,
+    }
+    if not args.wait:
+        if args.json:
+            print(json.dumps(summary))
+        return EXIT_OK
+    result = await _wait_with_progress(agents, handle.id, initial_delay=0.0)
+    if args.json:
+        print(json.dumps({**summary, "result": result.model_dump(mode="json")}))
+    else:
+        _print_result(result)
+    return EXIT_OK
+
+
+def _cmd_state(args: argparse.Namespace) -> int:
+    return _run_async(_state(args))
+
+
+async def _state(args: argparse.Namespace) -> int:
+    agents = await AgentClient.connect(_settings(args))
+    state = await _query_state(agents, args.workflow_id, timeout=STATE_TIMEOUT)
+    print(state.model_dump_json(indent=2) if args.json else format_state(state))
+    return EXIT_OK
+
+
+def _cmd_result(args: argparse.Namespace) -> int:
+    return _run_async(_result(args))
+
+
+async def _result(args: argparse.Namespace) -> int:
+    agents = await AgentClient.connect(_settings(args))
+    # Only runs still going show progress; a finished run's result comes at once.
+    result = await _wait_with_progress(agents, args.workflow_id, initial_delay=PROGRESS_INTERVAL)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        _print_result(result)
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    demo: ModuleType | BaseException | None = args.demo
+    if not isinstance(demo, ModuleType):
+        raise ConfigurationError(f"the demo is not available in this installation: {demo}")
+    code: int = demo.main(args)
+    return code
+
+
+# -- helpers ----------------------------------------------------------------------
+
+
+def _load_demo() -> ModuleType | BaseException:
+    try:
+        return importlib.import_module(DEMO_MODULE)
+    except ImportError as exc:  # absent, or one of its dependencies is
+        return exc
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.load(
+        address=args.address,
+        namespace=args.namespace,
+        task_queue=getattr(args, "task_queue", None),
+    )
+
+
+def _agent_type(spec: str) -> str:
+    """The workflow type name for ``Name`` or ``module:Class``."""
+    if ":" in spec:
+        return agent_name(load_agent(spec))
+    if not spec.isidentifier():
+        raise UnknownAgentError(f"expected a workflow type name or module:Class, got {spec!r}")
+    return spec
+
+
+async def _confirm_pickup(
+    handle: WorkflowHandle[Any, AgentResult],
+    agent: str,
+    task_queue: str,
+    timeout: float = PICKUP_TIMEOUT,
+) -> None:
+    """Watch a new run's history until a worker has handled its first workflow task.
+
+    A worker that polls the queue but lacks the agent's class fails the task with
+    "not registered"; Temporal would retry it forever, so the run is terminated and
+    the user told. Anything else (a slow worker) only earns a note.
+
+    Raises:
+        UnknownAgentError: No worker on the queue has the agent.
+    """
+    warned = False
+    try:
+        async with asyncio.timeout(timeout):
+            async for event in handle.fetch_history_events(wait_new_event=True):
+                if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                    return
+                if event.event_type in _CLOSED_EVENTS:
+                    return
+                if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                    continue
+                message = event.workflow_task_failed_event_attributes.failure.message
+                if any(marker in message.lower() for marker in _UNREGISTERED_MARKERS):
+                    reason = f"no worker serves agent {agent!r} on task queue {task_queue!r}"
+                    with contextlib.suppress(RPCError):
+                        await handle.terminate(reason=reason)
+                    raise UnknownAgentError(
+                        f"{reason}; start one with `smyth worker module:{agent}` "
+                        f"(run {handle.id} was terminated)"
+                    )
+                if not warned:
+                    status(f"warning: a workflow task of {handle.id} failed: {one_line(message)}")
+                    warned = True
+    except TimeoutError:
+        status(f"note: no worker has taken {handle.id} yet; it starts when one does")
+
+
+async def _wait_with_progress(
+    agents: AgentClient, workflow_id: str, *, initial_delay: float
+) -> AgentResult:
+    """Await the run's result, printing a progress line (stderr) whenever it changes."""
+    watcher = asyncio.create_task(_show_progress(agents, workflow_id, initial_delay))
+    try:
+        return await agents.result(workflow_id)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+async def _show_progress(agents: AgentClient, workflow_id: str, initial_delay: float) -> None:
+    await asyncio.sleep(initial_delay)
+    last = None
+    while True:
+        try:
+            state = await _query_state(agents, workflow_id, timeout=5.0)
+        except (SmythError, RPCError):
+            state = None  # the result call reports real problems; progress is best-effort
+        if state is not None:
+            line = progress_line(state)
+            if line != last:
+                status(line)
+                last = line
+            if state.status in TERMINAL_STATUSES:
+                return
+        await asyncio.sleep(PROGRESS_INTERVAL)
+
+
+async def _query_state(agents: AgentClient, workflow_id: str, *, timeout: float) -> AgentState:
+    """``agents.state`` with a deadline: a query waits for a worker, which may be gone."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await agents.state(workflow_id)
+    except TimeoutError:
+        raise ClientError(
+            f"no worker answered the state query of {workflow_id!r} within {timeout:g}s; "
+            "is a worker for its agent running?"
+        ) from None
+    except WorkflowQueryFailedError as exc:
+        raise ClientError(f"cannot read the state of {workflow_id!r}: {exc}") from exc
+
+
+def _print_result(result: AgentResult) -> None:
+    print(result.output, flush=True)
+    status(f"{result.status} after {result.steps} steps; {format_usage(result.usage)}")
+
+
+def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(_settled(coroutine))
+
+
+async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await coroutine
+    except ServerUnavailableError:
+        # After a refused connection temporalio's core thread still releases Python
+        # objects for a moment; if the interpreter finalizes meanwhile, the process
+        # aborts ("PyGILState_Release ... must be current", about 1 exit in 4, seen
+        # with temporalio 1.35). A short pause before exiting avoids that.
+        await asyncio.sleep(CORE_SETTLE_DELAY)
+        raise
+
+
+@contextlib.contextmanager
+def _event_on_signals(*signals: signal.Signals) -> Iterator[asyncio.Event]:
+    """An event set when one of ``signals`` arrives (on the main thread only)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    if threading.current_thread() is threading.main_thread():
+        for signum in signals:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, stop.set)
+                installed.append(signum)
+    try:
+        yield stop
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+def _port(text: str) -> int:
+    value = _non_negative(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value

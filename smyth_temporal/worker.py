@@ -1,0 +1,380 @@
+"""The worker runtime: load agent classes and a model provider, then serve them.
+
+Both ``smyth worker module:Class`` and ``python -m workers.agent_worker module:Class``
+end up in ``run_worker``:
+
+```python
+agents = load_agents(["examples.market.workflows:MarketAnalyst"])
+model = load_model_provider("openai")
+await run_worker(agents, settings=Settings.load(), model=model)
+```
+
+Added in 0.1.0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from smyth_temporal.agent.workflow import AgentWorkflow
+from smyth_temporal.client import connect_client
+from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
+from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.settings import Settings
+
+__all__ = [
+    "DEFAULT_GRACEFUL_SHUTDOWN",
+    "DEFAULT_MODEL_PROVIDER",
+    "MODEL_PROVIDER_ENV",
+    "load_agent",
+    "load_agents",
+    "load_model_provider",
+    "run_worker",
+]
+
+log = structlog.get_logger("smyth_temporal.worker")
+
+DEFAULT_MODEL_PROVIDER = "openai"
+"""The model provider a worker uses when nothing else is said."""
+
+MODEL_PROVIDER_ENV = "SMYTH_MODEL_PROVIDER"
+"""The environment variable that chooses the model provider (``openai`` or ``module:attr``)."""
+
+DEFAULT_GRACEFUL_SHUTDOWN = timedelta(seconds=5)
+"""How long in-flight activities may finish after a stop signal before they are cancelled.
+
+A model call or tool cut short is retried elsewhere anyway (at-least-once), so this
+only saves work; it is kept short so that stopping a worker stays snappy.
+"""
+
+_POLLER_CHECK_INTERVAL = 0.1
+_POLLER_CHECK_MAX_INTERVAL = 1.0
+
+
+def load_agents(specs: Sequence[str]) -> list[type[AgentWorkflow]]:
+    """Import agent classes from ``module:Class`` specs.
+
+    The current directory is put first on ``sys.path`` (as uvicorn does), so
+    ``examples.market.workflows:MarketAnalyst`` imports from a checkout without
+    installing it. A class named twice is loaded once.
+
+    Args:
+        specs: ``module:Class`` strings (``module:Outer.Inner`` for nested classes).
+
+    Returns:
+        The agent classes, in the order given.
+
+    Raises:
+        UnknownAgentError: A module or attribute is missing, or an attribute is not a
+            ``@workflow.defn`` ``AgentWorkflow`` subclass with a ``config``.
+        ConfigurationError: Two different classes register the same workflow name.
+
+    Added in 0.1.0.
+    """
+    if not specs:
+        raise UnknownAgentError("no agent given; name one as module:Class")
+    agents: list[type[AgentWorkflow]] = []
+    names: dict[str, str] = {}
+    for spec in specs:
+        agent = load_agent(spec)
+        if agent in agents:
+            continue
+        name = _workflow_name(agent)
+        if name in names:
+            # The worker would refuse this anyway, with a less helpful message.
+            raise ConfigurationError(
+                f"{spec} and {names[name]} both register the workflow name {name!r}"
+            )
+        names[name] = spec
+        agents.append(agent)
+    return agents
+
+
+def load_agent(spec: str) -> type[AgentWorkflow]:
+    """Import one agent class from ``module:Class`` (see ``load_agents``).
+
+    Raises:
+        UnknownAgentError: The spec does not name an agent class.
+
+    Added in 0.1.0.
+    """
+    target = _import_target(spec, what="agent", error=UnknownAgentError)
+    if not isinstance(target, type) or not issubclass(target, AgentWorkflow):
+        raise UnknownAgentError(
+            f"{spec} is not an agent: expected a subclass of smyth_temporal.AgentWorkflow, "
+            f"got {_describe(target)}"
+        )
+    agent: type[AgentWorkflow] = target
+    if not _is_workflow_defn(agent):
+        raise UnknownAgentError(f"{spec} is not decorated with @workflow.defn")
+    # hasattr() would narrow the type for mypy; the class must define it (or inherit it).
+    if getattr(agent, "config", None) is None:
+        raise UnknownAgentError(f"{spec} has no `config = AgentConfig(...)` class attribute")
+    return agent
+
+
+def load_model_provider(spec: str) -> ModelProvider:
+    """The model provider a spec names.
+
+    Args:
+        spec: ``openai`` for the OpenAI-compatible provider (``OPENAI_BASE_URL``,
+            ``OPENAI_API_KEY``), or ``module:attr`` naming a provider, a mapping of
+            model-name patterns to providers (see ``ModelRouter``), or a zero-argument
+            callable (a class, a factory) that returns either.
+
+    Returns:
+        A provider with an async ``complete`` method.
+
+    Raises:
+        ConfigurationError: The spec names nothing usable, or the OpenAI provider has
+            no API key.
+
+    Added in 0.1.0.
+    """
+    spec = spec.strip()
+    if spec == DEFAULT_MODEL_PROVIDER:
+        from smyth_temporal.models._openai import OpenAIProvider
+
+        return OpenAIProvider()
+    if ":" not in spec:
+        raise ConfigurationError(
+            f"unknown model provider {spec!r}: use 'openai' or 'module:attr' "
+            "(e.g. myapp.models:provider)"
+        )
+    target = _import_target(spec, what="model provider", error=ConfigurationError)
+    if isinstance(target, type) or (callable(target) and not _has_async_complete(target)):
+        try:
+            target = target()
+        except TypeError as exc:
+            raise ConfigurationError(
+                f"model provider {spec} must be callable without arguments: {exc}"
+            ) from exc
+    if isinstance(target, Mapping):
+        return ModelRouter(target)
+    if not _has_async_complete(target):
+        raise ConfigurationError(
+            f"model provider {spec} is {_describe(target)}, which has no "
+            "`async def complete(self, request)` method"
+        )
+    return cast(ModelProvider, target)
+
+
+async def run_worker(
+    agents: Sequence[type[AgentWorkflow]],
+    *,
+    settings: Settings,
+    model: ModelProvider,
+    max_cached_workflows: int | None = None,
+    ready: Callable[[], None] | None = None,
+    stop: asyncio.Event | None = None,
+    graceful_shutdown_timeout: timedelta = DEFAULT_GRACEFUL_SHUTDOWN,
+) -> None:
+    """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
+
+    Logs ``worker.ready`` once the server sees this worker poll the task queue (so an
+    agent started after that is picked up), then ``worker.stopped`` after a graceful
+    shutdown. A second signal while shutting down is not intercepted, so a second
+    Ctrl-C forces the exit.
+
+    Args:
+        agents: The agent classes to serve (see ``load_agents``).
+        settings: Where Temporal is, and the task queue.
+        model: The provider that answers the agents' model calls.
+        max_cached_workflows: Runs kept in memory (default: temporalio's, 1000); a
+            smaller cache bounds memory when many agents wait for a long time.
+        ready: Called once, when the worker polls.
+        stop: Stops the worker when set (for embedding; signals stop it too).
+        graceful_shutdown_timeout: See ``DEFAULT_GRACEFUL_SHUTDOWN``.
+
+    Raises:
+        ServerUnavailableError: Nothing answers at ``settings.address``.
+        KeyboardInterrupt: After the graceful shutdown, when SIGINT stopped the worker
+            (so that a CLI exits as an interrupted program does).
+
+    Added in 0.1.0.
+    """
+    if not agents:
+        raise UnknownAgentError("no agent to serve")
+    names = [_workflow_name(agent) for agent in agents]
+    client = await connect_client(settings, plugins=[SmythPlugin(model=model)])
+    options: dict[str, Any] = {}
+    if max_cached_workflows is not None:
+        options["max_cached_workflows"] = max_cached_workflows
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=list(agents),
+        graceful_shutdown_timeout=graceful_shutdown_timeout,
+        **options,
+    )
+    stop = stop or asyncio.Event()
+    stopped_by: list[signal.Signals] = []
+    loop = asyncio.get_running_loop()
+    installed = _install_signal_handlers(loop, stop, stopped_by)
+    fields = {"task_queue": settings.task_queue, "agents": names, "address": settings.address}
+    run_task = asyncio.create_task(worker.run(), name="smyth-worker")
+    stop_task = asyncio.create_task(stop.wait(), name="smyth-worker-stop")
+    ready_task = asyncio.create_task(
+        _wait_polling(client, settings.task_queue), name="smyth-worker-ready"
+    )
+    try:
+        pending: set[asyncio.Future[Any]] = {run_task, stop_task, ready_task}
+        while run_task in pending and stop_task in pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if ready_task in done and ready_task.exception() is None:
+                log.info("worker.ready", **fields, namespace=settings.namespace)
+                if ready is not None:
+                    ready()
+        if run_task.done():
+            run_task.result()  # a fatal worker error (bad namespace, say) surfaces here
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        ready_task.cancel()
+        stop_task.cancel()
+        if not run_task.done():
+            log.info("worker.stopping", **fields, signal=_signal_name(stopped_by))
+            await worker.shutdown()
+            await run_task
+    log.info("worker.stopped", **fields)
+    if stopped_by and stopped_by[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+
+
+def _install_signal_handlers(
+    loop: asyncio.AbstractEventLoop,
+    stop: asyncio.Event,
+    stopped_by: list[signal.Signals],
+) -> list[signal.Signals]:
+    """Turn SIGINT/SIGTERM into a graceful stop; only possible on the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    installed: list[signal.Signals] = []
+
+    def on_signal(signum: signal.Signals) -> None:
+        stopped_by.append(signum)
+        stop.set()
+        # Give the signals back to Python: a second Ctrl-C interrupts a shutdown that
+        # hangs (an activity ignoring cancellation, say).
+        for each in installed:
+            loop.remove_signal_handler(each)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+        except (NotImplementedError, RuntimeError):  # not a Unix loop
+            continue
+        installed.append(signum)
+    return installed
+
+
+async def _wait_polling(client: Client, task_queue: str) -> None:
+    """Return once the server lists this client's identity among the queue's pollers.
+
+    ``Worker.run`` has no "started" callback, and a poll only counts once the server
+    has it; asking the server is the one way to know an agent started now is served.
+    """
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    delay = _POLLER_CHECK_INTERVAL
+    while True:
+        response = await client.workflow_service.describe_task_queue(
+            request, timeout=timedelta(seconds=5)
+        )
+        if any(poller.identity == client.identity for poller in response.pollers):
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 1.5, _POLLER_CHECK_MAX_INTERVAL)
+
+
+def _import_target(spec: str, *, what: str, error: type[Exception]) -> object:
+    """Import ``module:attr`` (attr may be dotted), with errors that say what to fix."""
+    module_name, sep, attr_path = spec.strip().partition(":")
+    if not sep or not module_name or not attr_path:
+        raise error(f"expected module:attr for the {what}, got {spec!r}")
+    _ensure_cwd_on_path()
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
+            raise error(
+                f"cannot import the {what} {spec}: no module named {exc.name!r} "
+                f"(looked in {os.getcwd()} and the installed packages)"
+            ) from exc
+        raise error(f"cannot import the {what} {spec}: {exc}") from exc
+    except ImportError as exc:
+        raise error(f"cannot import the {what} {spec}: {exc}") from exc
+    target: object = module
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            hint = _agents_in(module) if what == "agent" else ""
+            raise error(
+                f"cannot find the {what} {spec}: module {module_name!r} has no "
+                f"attribute {attr_path!r}{hint}"
+            ) from None
+    return target
+
+
+def _ensure_cwd_on_path() -> None:
+    cwd = str(Path.cwd())
+    if sys.path[:1] not in ([cwd], [""]):
+        sys.path.insert(0, cwd)
+
+
+def _agents_in(module: object) -> str:
+    found = sorted(
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, AgentWorkflow) and _is_workflow_defn(value)
+    )
+    return f" (agents there: {', '.join(found)})" if found else ""
+
+
+def _is_workflow_defn(cls: type) -> bool:
+    defn = getattr(cls, "__temporal_workflow_definition", None)
+    # The definition is inherited as a class attribute, so a subclass that forgot
+    # the decorator would otherwise pass as its parent. Dynamic workflows have no name.
+    return defn is not None and getattr(defn, "cls", None) is cls and bool(defn.name)
+
+
+def _has_async_complete(target: object) -> bool:
+    return inspect.iscoroutinefunction(getattr(target, "complete", None))
+
+
+def _workflow_name(agent: type[AgentWorkflow]) -> str:
+    return str(agent.__temporal_workflow_definition.name)  # type: ignore[attr-defined]
+
+
+def _describe(target: object) -> str:
+    if isinstance(target, type):
+        return f"the class {target.__module__}.{target.__qualname__}"
+    return f"a {type(target).__name__}"
+
+
+def _signal_name(stopped_by: list[signal.Signals]) -> str | None:
+    return stopped_by[0].name if stopped_by else None

@@ -1,0 +1,179 @@
+"""Record the workflow histories that ``tests/test_replay.py`` replays.
+
+From the repository root::
+
+    .venv/bin/python -m tests.record_histories                 # every scenario
+    .venv/bin/python -m tests.record_histories analyst_bad_output  # just some
+
+It starts a Temporal dev server, runs each scenario below with the agents of
+``tests/agents.py`` and a ``ScriptedModel``, and writes the run's history to
+``tests/histories/<scenario>.json`` (``WorkflowHistory.to_json()``; the workflow id is
+``history-<scenario>``).
+
+Re-record a history only on purpose, when a change is *meant* to break old runs (and
+ships as a new agent version): these files stand for runs that were in flight when
+the code changed, and the replay test exists to say when new code cannot continue them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
+from smyth_temporal.models import ModelRequest, ModelResponse
+from smyth_temporal.testing import (
+    ScriptedModel,
+    ScriptStep,
+    agent_worker,
+    raw_tool_call,
+    reply,
+    start_dev_environment,
+    tool_call,
+)
+from tests.agents import Analyst, Summarizer
+from tests.worker_process import read_ledger, spawn_worker
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def workflow_id(scenario: str) -> str:
+    return f"history-{scenario}"
+
+
+def tool_results(request: ModelRequest) -> ModelResponse:
+    return reply(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+
+# Scenario name -> (agent, prompt, model script).
+SCRIPTED: dict[str, tuple[type[AgentWorkflow], str, Sequence[ScriptStep]]] = {
+    # Several tools of every effect class over four steps.
+    "analyst_multi_tool": (
+        Analyst,
+        "Buy the cheaper stock",
+        [
+            [tool_call("get_quote", symbol="ACME"), tool_call("get_quote", symbol="GLOBEX")],
+            tool_call("place_order", order={"symbol": "ACME", "quantity": 3}),
+            tool_call("write_note", text="bought 3 ACME"),
+            tool_results,
+        ],
+    ),
+    # Malformed JSON, wrong arguments, an unknown tool, a tool that fails after its
+    # retries (an ActivityTaskFailed event), then a good call.
+    "analyst_bad_output": (
+        Analyst,
+        "Check ACME",
+        [
+            raw_tool_call("get_quote", '{"symbol": "ACME"'),
+            tool_call("get_quote", symbol=42, extra="x"),
+            tool_call("get_weather", city="Paris"),
+            tool_call("always_fails", reason="disk on fire"),
+            tool_call("get_quote", symbol="ACME"),
+            tool_results,
+        ],
+    ),
+    # One turn mixing read-only and side-effecting calls: two quotes run together,
+    # then the order alone, then a lookup and a quote together.
+    "analyst_concurrent_reads": (
+        Analyst,
+        "Look at everything, buy GLOBEX",
+        [
+            [
+                tool_call("get_quote", symbol="ACME"),
+                tool_call("get_quote", symbol="GLOBEX"),
+                tool_call("place_order", order={"symbol": "GLOBEX", "quantity": 1}),
+                tool_call("slow_lookup", symbol="GLOBEX", seconds=0.2),
+                tool_call("get_quote", symbol="INITECH"),
+            ],
+            tool_results,
+        ],
+    ),
+    # The step limit ends the run with status max_steps.
+    "analyst_max_steps": (
+        Analyst,
+        "Loop forever",
+        [tool_call("get_quote", symbol="ACME")] * Analyst.config.max_steps,
+    ),
+    # A custom loop built from the building blocks.
+    "summarizer_custom": (
+        Summarizer,
+        "Summarize INITECH",
+        [tool_call("get_quote", symbol="INITECH"), tool_results],
+    ),
+}
+
+CRASH_SCENARIO = "analyst_crash_recovered"
+"""A run whose worker was SIGKILLed during a tool call and finished by another: its
+history has the sticky-queue workflow task timeout and the re-run activity."""
+
+SCENARIOS = (*SCRIPTED, CRASH_SCENARIO)
+
+
+async def record_scripted(client: Client, scenario: str) -> str:
+    agent, prompt, steps = SCRIPTED[scenario]
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    async with agent_worker(client, agent, model=ScriptedModel(steps), task_queue=task_queue):
+        handle = await agents.start(agent, AgentInput(prompt=prompt), id=workflow_id(scenario))
+        await agents.result(handle.id)
+    return (await handle.fetch_history()).to_json()
+
+
+async def record_crash(client: Client, scenario: str) -> str:
+    """The ``crash-tool`` script of ``tests.worker_process``, killed mid lookup."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    with tempfile.TemporaryDirectory() as scratch:
+        ledger = Path(scratch) / "ledger.jsonl"
+        options = {
+            "address": client.service_client.config.target_host,
+            "task_queue": task_queue,
+            "ledger": ledger,
+            "script": "crash-tool",
+            "log": Path(scratch) / "workers.log",
+        }
+        first = await spawn_worker(**options)
+        try:
+            handle = await agents.start(Analyst, "Buy ACME", id=workflow_id(scenario))
+            while not any(e["tool"] == "slow_lookup.start" for e in read_ledger(ledger)):
+                await asyncio.sleep(0.02)
+            first.kill()
+            second = await spawn_worker(**options)
+            try:
+                await agents.result(handle.id)
+            finally:
+                await second.stop()
+        finally:
+            await first.stop()
+    return (await handle.fetch_history()).to_json()
+
+
+RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
+    **dict.fromkeys(SCRIPTED, record_scripted),
+    CRASH_SCENARIO: record_crash,
+}
+
+
+async def main(names: Sequence[str]) -> None:
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
+    env = await start_dev_environment()
+    try:
+        HISTORIES.mkdir(exist_ok=True)
+        for name in names or SCENARIOS:
+            text = await RECORDERS[name](env.client, name)
+            path = HISTORIES / f"{name}.json"
+            path.write_text(text + "\n")
+            print(f"wrote {path.relative_to(Path.cwd())} ({len(text):,} bytes)")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

@@ -1,0 +1,202 @@
+"""A worker process SIGKILLed mid-run, and a fresh one that finishes the run.
+
+The workers are real processes (``tests.worker_process``) so that the kill is a real
+crash: no ``finally``, no graceful shutdown, the activity in flight simply vanishes.
+Every tool execution and model call lands in a JSON-lines ledger with its idempotency
+key, attempt and pid; the assertions count side effects there.
+
+Timings are printed (``pytest -s``) for information only: they depend on the load of
+the machine, so nothing here asserts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput
+from tests.agents import Analyst
+from tests.worker_process import WorkerProcess, read_ledger, spawn_worker
+
+Entry = dict[str, Any]
+
+# Generous: the machine may be shared with other test runs. Recovery itself takes
+# about heartbeat timeout + retry interval + the re-run + the sticky queue timeout.
+EVENT_TIMEOUT = 60.0
+RESULT_TIMEOUT = 120.0
+
+
+class Spawn(Protocol):
+    async def __call__(self, script: str) -> WorkerProcess: ...
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.jsonl"
+
+
+@pytest.fixture
+async def spawn(
+    client: Client, task_queue: str, ledger: Path, tmp_path: Path
+) -> AsyncIterator[Spawn]:
+    """Start worker processes on this test's task queue; all are killed at teardown."""
+    processes: list[WorkerProcess] = []
+
+    async def start(script: str) -> WorkerProcess:
+        process = await spawn_worker(
+            address=client.service_client.config.target_host,
+            task_queue=task_queue,
+            ledger=ledger,
+            script=script,
+            log=tmp_path / f"worker-{len(processes)}.log",
+        )
+        processes.append(process)
+        return process
+
+    try:
+        yield start
+    finally:
+        for process in processes:
+            await process.stop()
+
+
+async def wait_for_entry(ledger: Path, predicate: Callable[[Entry], bool]) -> Entry:
+    """The first ledger entry that matches, waiting (polling) for it to appear."""
+    deadline = time.monotonic() + EVENT_TIMEOUT
+    while time.monotonic() < deadline:
+        found = next((e for e in read_ledger(ledger) if predicate(e)), None)
+        if found is not None:
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no matching ledger entry after {EVENT_TIMEOUT}s: {read_ledger(ledger)}")
+
+
+def entries(ledger: Path, tool: str, **fields: Any) -> list[Entry]:
+    return [
+        e
+        for e in read_ledger(ledger)
+        if e["tool"] == tool and all(e.get(k) == v for k, v in fields.items())
+    ]
+
+
+def report(name: str, killed_at: float, **moments: float) -> None:
+    timings = ", ".join(f"{what} {at - killed_at:.2f}s" for what, at in moments.items())
+    print(f"\n[{name}] after SIGKILL: {timings}")
+
+
+async def test_kill_during_a_tool_call(
+    agents: AgentClient, ledger: Path, spawn: Spawn
+) -> None:
+    first = await spawn("crash-tool")
+    handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME, then look around"))
+    key = f"{handle.id}/4/call_4_0"
+
+    # Steps 1-3 (quote, order, note) are done and step 4's slow lookup is running.
+    await wait_for_entry(ledger, lambda e: e["tool"] == "slow_lookup.start")
+    state = await agents.state(handle.id)
+    assert state.step == 4
+    assert [c.name for c in state.pending_tool_calls] == ["slow_lookup"]
+
+    killed_at = first.kill()
+    second = await spawn("crash-tool")
+    ready_at = time.monotonic()
+    rerun = await wait_for_entry(ledger, lambda e: e["pid"] == second.pid)
+    resumed_at = time.monotonic()
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    report(
+        "tool in flight",
+        killed_at,
+        replacement_ready=ready_at,
+        first_progress=resumed_at,
+        completed=time.monotonic(),
+    )
+
+    assert result.status == "completed"
+    assert result.output == (
+        '101.5 | bought 3 ACME | {"saved":true,"chars":13} | ACME volume is high | 42.0'
+    )
+    assert result.steps == 6
+    assert result.usage.tool_calls == 5
+
+    # Completed before the kill: ran exactly once, on the first worker.
+    for tool in ("place_order", "write_note"):
+        [done] = entries(ledger, tool)
+        assert done["pid"] == first.pid
+    [acme] = entries(ledger, "get_quote", symbol="ACME")
+    assert acme["pid"] == first.pid
+
+    # In flight at the kill: ran again on the new worker, with the same idempotency
+    # key and the next attempt number; only the re-run got to finish.
+    starts = entries(ledger, "slow_lookup.start")
+    assert [(e["pid"], e["attempt"], e["key"]) for e in starts] == [
+        (first.pid, 1, key),
+        (second.pid, 2, key),
+    ]
+    assert rerun == starts[1]  # the new worker's first act was the re-run
+    [finished] = entries(ledger, "slow_lookup")
+    assert (finished["pid"], finished["attempt"]) == (second.pid, 2)
+
+    # The step counter went on from where the dead worker left it: the new worker
+    # asked the model for steps 5 and 6 only, and the next call got step 5's key.
+    model_steps = [(e["step"], e["pid"]) for e in entries(ledger, "model.start")]
+    assert model_steps == [(step, first.pid) for step in range(1, 5)] + [
+        (5, second.pid),
+        (6, second.pid),
+    ]
+    [globex] = entries(ledger, "get_quote", symbol="GLOBEX")
+    assert (globex["pid"], globex["key"]) == (second.pid, f"{handle.id}/5/call_5_0")
+
+    state = await agents.state(handle.id)
+    assert (state.status, state.step, state.pending_tool_calls) == ("completed", 6, [])
+
+
+async def test_kill_during_a_model_call(
+    agents: AgentClient, ledger: Path, spawn: Spawn
+) -> None:
+    first = await spawn("crash-model")
+    handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME"))
+
+    # Steps 1-2 (quote, order) are done; the model is thinking about step 3.
+    await wait_for_entry(ledger, lambda e: e["tool"] == "model.start" and e["step"] == 3)
+    assert (await agents.state(handle.id)).status == "thinking"
+
+    killed_at = first.kill()
+    second = await spawn("crash-model")
+    ready_at = time.monotonic()
+    await wait_for_entry(ledger, lambda e: e["pid"] == second.pid)
+    resumed_at = time.monotonic()
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    report(
+        "model in flight",
+        killed_at,
+        replacement_ready=ready_at,
+        first_progress=resumed_at,
+        completed=time.monotonic(),
+    )
+
+    assert result.status == "completed"
+    assert result.output == '101.5 | bought 3 ACME | {"saved":true,"chars":13}'
+    assert result.steps == 4
+    assert result.usage.requests == 4  # the lost model attempt is not counted twice
+
+    for tool in ("get_quote", "place_order"):
+        [done] = entries(ledger, tool)
+        assert done["pid"] == first.pid
+    # The model turn in flight ran again (attempt 2) on the new worker, once.
+    step3 = [(e["pid"], e["attempt"]) for e in entries(ledger, "model.start", step=3)]
+    assert step3 == [(first.pid, 1), (second.pid, 2)]
+    assert [(e["pid"], e["step"]) for e in entries(ledger, "model")] == [
+        (first.pid, 1),
+        (first.pid, 2),
+        (second.pid, 3),
+        (second.pid, 4),
+    ]
+    # The tool it asked for ran once, keyed with step 3.
+    [note] = entries(ledger, "write_note")
+    assert (note["pid"], note["key"]) == (second.pid, f"{handle.id}/3/call_3_0")

@@ -1,0 +1,376 @@
+"""A smyth worker in a process of its own, so tests and benchmarks can SIGKILL it mid-run.
+
+Run it from the repository root::
+
+    .venv/bin/python -m tests.worker_process --address 127.0.0.1:7233 \
+        --task-queue Q --ledger /tmp/ledger.jsonl --script crash-tool
+
+It serves the test agents (``tests.agents``) plus ``RecoveryProbe`` with a
+``ScriptedModel`` playing ``SCRIPTS[--script]``, prints ``READY`` on stdout once the
+server sees it polling, and runs until it is killed (SIGTERM/SIGINT shut it down
+cleanly). Logs go to stderr, so nothing but ``READY`` is ever written to stdout.
+
+Every tool execution is appended to the ``--ledger`` JSON-lines file by
+``tests.agents.record``; this worker records every model call there too
+(``model.start`` when the call begins, ``model`` when it answers), so a test can tell
+exactly which step ran on which process, with which attempt.
+
+The parent side is here too: ``spawn_worker`` starts one and waits for ``READY``;
+``read_ledger`` reads what all of them recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, SmythPlugin
+from smyth_temporal._logging import configure_logging
+from smyth_temporal.models import ModelRequest, ModelResponse
+from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT
+from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
+from smyth_temporal.tools import Tool, tool
+from tests.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
+
+READY = "READY"
+
+# Module-level code here runs again inside the workflow sandbox (which re-imports the
+# module of every workflow class it runs), so it must stay free of I/O: no
+# ``Path.resolve()`` or environment reads outside functions.
+
+# -- a probe agent for recovery measurements -----------------------------------------
+
+PROBE_HEARTBEATS = (2, 5, 15, 30)
+"""Heartbeat timeouts (seconds) of the ``lookup_hb<N>`` tools ``RecoveryProbe`` offers."""
+
+
+def _probe_lookup(heartbeat_seconds: int) -> Tool:
+    name = f"lookup_hb{heartbeat_seconds}"
+
+    async def lookup(symbol: str, seconds: float = 2.0) -> str:
+        """A slow read-only lookup.
+
+        Args:
+            symbol: The ticker.
+            seconds: How long the lookup takes.
+        """
+        record(f"{name}.start", symbol=symbol)
+        await asyncio.sleep(seconds)
+        record(name, symbol=symbol)
+        return f"{symbol} looked up"
+
+    # The heartbeat timeout is the knob under test: it is how long the server waits
+    # before it declares an attempt on a dead worker lost and retries it.
+    return tool(name=name, heartbeat_timeout=timedelta(seconds=heartbeat_seconds))(lookup)
+
+
+PROBE_TOOLS = tuple(_probe_lookup(seconds) for seconds in PROBE_HEARTBEATS)
+
+
+@workflow.defn
+class RecoveryProbe(AgentWorkflow):
+    """The default loop, with slow tools of several heartbeat timeouts (for benchmarks)."""
+
+    config = AgentConfig(model="test-model", tools=[get_quote, *PROBE_TOOLS], max_steps=8)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe)
+
+# -- scripts ---------------------------------------------------------------------------
+
+
+def tool_results(request: ModelRequest) -> ModelResponse:
+    """Answer with every tool result the model has seen, joined: proof that the results
+    of the calls before and after a crash all reached the model."""
+    return reply(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+
+@dataclass(frozen=True)
+class Script:
+    """A model script, plus model turns that take a while (to kill a worker during one)."""
+
+    steps: Sequence[ScriptStep]
+    model_delays: Mapping[int, float] = field(default_factory=dict)
+    """Seconds the model takes on a given step (from 1) before it answers."""
+
+
+SLOW_TOOL_SECONDS = 3.0
+"""How long the in-flight call of the crash scripts takes: long enough that a test
+sees it start and kills the worker before it ends, even on a loaded machine."""
+
+SCRIPTS: dict[str, Script] = {
+    # Analyst: three calls complete, the fourth (slow) one is in flight at the kill.
+    "crash-tool": Script(
+        [
+            tool_call("get_quote", symbol="ACME"),
+            tool_call("place_order", order={"symbol": "ACME", "quantity": 3}),
+            tool_call("write_note", text="bought 3 ACME"),
+            tool_call("slow_lookup", symbol="ACME", seconds=SLOW_TOOL_SECONDS),
+            tool_call("get_quote", symbol="GLOBEX"),
+            tool_results,
+        ]
+    ),
+    # Analyst: two calls complete, then the model itself is in flight at the kill.
+    "crash-model": Script(
+        [
+            tool_call("get_quote", symbol="ACME"),
+            tool_call("place_order", order={"symbol": "ACME", "quantity": 3}),
+            tool_call("write_note", text="bought 3 ACME"),
+            tool_results,
+        ],
+        model_delays={3: SLOW_TOOL_SECONDS},
+    ),
+    # RecoveryProbe, one script per heartbeat timeout of the in-flight call.
+    **{
+        f"probe-hb{seconds}": Script(
+            [
+                tool_call("get_quote", symbol="ACME"),
+                tool_call(f"lookup_hb{seconds}", symbol="ACME", seconds=2.0),
+                tool_call("get_quote", symbol="GLOBEX"),
+                tool_results,
+            ]
+        )
+        for seconds in PROBE_HEARTBEATS
+    },
+    "echo": Script([reply("done")]),
+}
+
+
+class LedgerModel:
+    """A ``ScriptedModel`` that records each call in the ledger and is slow when told."""
+
+    def __init__(self, script: Script) -> None:
+        self._script = script
+        self._model = ScriptedModel(script.steps)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        _record_model("model.start", request)
+        delay = self._script.model_delays.get(request.step)
+        if delay:
+            await asyncio.sleep(delay)
+        response = await self._model.complete(request)
+        _record_model("model", request)
+        return response
+
+
+def _record_model(event: str, request: ModelRequest) -> None:
+    path = os.environ.get(LEDGER_ENV)
+    if not path:
+        return
+    info = activity.info()
+    entry = {
+        "tool": event,
+        "key": f"{info.workflow_id}/{request.step}",
+        "step": request.step,
+        "attempt": info.attempt,
+        "pid": os.getpid(),
+    }
+    with Path(path).open("a") as ledger:
+        ledger.write(json.dumps(entry) + "\n")
+
+
+# -- the worker (child side) -------------------------------------------------------------
+
+
+async def _wait_until_polling(client: Client, task_queue: str, identity: str) -> None:
+    """Return once the server lists this worker among the queue's pollers of both kinds.
+
+    ``Worker.__aenter__`` returns before the first poll reaches the server; a parent
+    that starts a run (or kills another worker) on ``READY`` needs the real thing.
+    """
+    kinds = (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
+    while True:
+        seen = 0
+        for kind in kinds:
+            response = await client.workflow_service.describe_task_queue(
+                DescribeTaskQueueRequest(
+                    namespace=client.namespace,
+                    task_queue=TaskQueue(name=task_queue),
+                    task_queue_type=kind,
+                )
+            )
+            seen += any(p.identity == identity for p in response.pollers)
+        if seen == len(kinds):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    """Run the worker until SIGTERM/SIGINT (or SIGKILL, which is the point)."""
+    # tests.agents.record reads the ledger path from the environment at call time.
+    os.environ[LEDGER_ENV] = args.ledger
+    configure_logging(args.log_level)
+    sticky = (
+        timedelta(seconds=args.sticky_queue_timeout)
+        if args.sticky_queue_timeout is not None
+        else DEFAULT_STICKY_QUEUE_TIMEOUT
+    )
+    plugin = SmythPlugin(model=LedgerModel(SCRIPTS[args.script]), sticky_queue_timeout=sticky)
+    client = await Client.connect(args.address, namespace=args.namespace, plugins=[plugin])
+    identity = f"worker-process-{os.getpid()}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    options: dict[str, Any] = {}
+    if args.max_cached_workflows is not None:
+        options["max_cached_workflows"] = args.max_cached_workflows
+    worker = Worker(
+        client,
+        task_queue=args.task_queue,
+        workflows=list(WORKFLOWS),
+        identity=identity,
+        graceful_shutdown_timeout=timedelta(seconds=1),
+        **options,
+    )
+    async with worker:
+        await asyncio.wait_for(_wait_until_polling(client, args.task_queue, identity), 60)
+        print(READY, flush=True)
+        await stop.wait()
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.worker_process", description=__doc__)
+    parser.add_argument("--address", required=True, help="Temporal frontend, host:port")
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--ledger", required=True, help="JSON-lines file of executions")
+    parser.add_argument("--script", required=True, choices=sorted(SCRIPTS))
+    parser.add_argument(
+        "--sticky-queue-timeout",
+        type=float,
+        default=None,
+        help="seconds (default: the SDK's DEFAULT_STICKY_QUEUE_TIMEOUT)",
+    )
+    parser.add_argument("--max-cached-workflows", type=int, default=None)
+    parser.add_argument("--log-level", default="WARNING")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    asyncio.run(serve(parse_args(argv)))
+
+
+# -- the parent side ---------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """A running ``tests.worker_process`` child: its pid, and how to kill it."""
+
+    def __init__(self, process: asyncio.subprocess.Process, log: Path, started: float) -> None:
+        self.process = process
+        self.log = log
+        self.ready_seconds = time.monotonic() - started
+        """Seconds from spawning the process to its ``READY``."""
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def kill(self) -> float:
+        """SIGKILL the process (no cleanup of any kind runs); return the monotonic time."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGKILL)
+        return time.monotonic()
+
+    async def stop(self) -> None:
+        """Kill the process if it still runs and reap it."""
+        if self.process.returncode is None:
+            self.kill()
+        await self.process.wait()
+
+
+async def spawn_worker(
+    *,
+    address: str,
+    task_queue: str,
+    ledger: Path,
+    script: str,
+    log: Path,
+    sticky_queue_timeout: float | None = None,
+    extra_args: Sequence[str] = (),
+    ready_timeout: float = 60.0,
+) -> WorkerProcess:
+    """Start a worker process and wait for its ``READY``.
+
+    Its stderr goes to ``log`` (appended), and is quoted if it dies before ``READY``.
+    The caller owns the process: ``stop()`` it in a ``finally``.
+    """
+    args = [
+        "--address",
+        address,
+        "--task-queue",
+        task_queue,
+        "--ledger",
+        str(ledger),
+        "--script",
+        script,
+        *extra_args,
+    ]
+    if sticky_queue_timeout is not None:
+        args += ["--sticky-queue-timeout", str(sticky_queue_timeout)]
+    started = time.monotonic()
+    with log.open("ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "tests.worker_process",
+            *args,
+            cwd=Path(__file__).resolve().parent.parent,  # the repository root
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+        )
+    handle = WorkerProcess(process, log, started)
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), ready_timeout)
+    except BaseException:
+        await handle.stop()
+        raise
+    if line.decode().strip() != READY:
+        await handle.stop()
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"worker process exited before {READY}; its stderr:\n{tail}")
+    handle.ready_seconds = time.monotonic() - started
+    return handle
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """Every entry recorded so far (a line still being written is skipped)."""
+    if not path.exists():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            entries.append(json.loads(line))
+    return entries
+
+
+if __name__ == "__main__":
+    # Run from the module imported under its real name: workflow classes defined in
+    # ``__main__`` could not be re-imported by the workflow sandbox.
+    from tests.worker_process import main as _main
+
+    _main()

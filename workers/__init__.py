@@ -1,0 +1,1 @@
+"""Process entry points for deployments (``python -m workers.agent_worker ...``)."""
