@@ -104,7 +104,7 @@ async def test_deadline_can_fail_the_run(skipping: WorkflowEnvironment, ledger: 
         handle = await agents.start(StrictTrader, "Close it")
         await wait_for_request(agents, handle.id)
         await skipping.sleep(timedelta(hours=24, minutes=1))
-        with pytest.raises(AgentFailedError, match="expired .* without a decision"):
+        with pytest.raises(AgentFailedError, match=r"expired .* without a decision"):
             await agents.result(handle.id)
     assert executed(ledger) == []
 

@@ -43,7 +43,10 @@ PENDING_APPROVALS_ATTRIBUTE = SearchAttributeKey.for_int("SmythPendingApprovals"
 """Search attribute with the number of pending approval requests, to find waiting
 agents across all runs (``SmythPendingApprovals > 0``)."""
 
-SEARCH_ATTRIBUTES = (STATUS_ATTRIBUTE, PENDING_APPROVALS_ATTRIBUTE)
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
+    STATUS_ATTRIBUTE,
+    PENDING_APPROVALS_ATTRIBUTE,
+)
 """The search attributes a cluster must have registered for approvals to be listed."""
 
 DEFAULT_APPROVAL_TIMEOUT = timedelta(days=7)
