@@ -269,3 +269,20 @@ async def test_pending_approvals_are_found_by_search_attribute(
         await asyncio.sleep(0.1)
     else:
         raise AssertionError("the decided request is still listed")
+
+
+async def test_registering_search_attributes_is_idempotent(client: Client) -> None:
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+    from temporalio.common import SearchAttributeKey
+
+    from smyth_temporal.testing import register_search_attributes
+
+    extra = SearchAttributeKey.for_keyword("SmythTestExtra")
+    await register_search_attributes(client, [extra])
+    await register_search_attributes(client, [extra])
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    assert {"SmythStatus", "SmythPendingApprovals", "SmythTestExtra"} <= set(
+        listed.custom_attributes
+    )

@@ -53,7 +53,9 @@ async def test_demo_survives_the_kill(env: WorkflowEnvironment, tmp_path: Path) 
 
     # What the demo says.
     workflow_id = re.search(r"workflow id (market-monitor-demo-\w+)", out)
-    killed = re.search(r"CRASH\s+get_volatility\(ACME\) running on worker 1: SIGKILL to pid (\d+)", out)
+    killed = re.search(
+        r"CRASH\s+get_volatility\(ACME\) running on worker 1: SIGKILL to pid (\d+)", out
+    )
     replacement = re.search(r"worker 2\s+started, pid (\d+)", out)
     assert workflow_id and killed and replacement, out
     assert "using the server at" in out  # the session's server, not a new one
@@ -129,7 +131,9 @@ DONE = [(1, "call_1_0"), (2, "call_2_0")]
 
 
 def test_check_ledger_accepts_a_clean_recovery() -> None:
-    proof = check_ledger(GOOD, [{"key": "wf/4/call_4_0"}], completed_before_kill=DONE, killed_pid=10)
+    proof = check_ledger(
+        GOOD, [{"key": "wf/4/call_4_0"}], completed_before_kill=DONE, killed_pid=10
+    )
     assert proof.problems == []
     assert [runs[0].tool for runs in proof.completed] == ["get_quote", "get_news"]
     assert [len(runs) for runs in proof.interrupted] == [2]

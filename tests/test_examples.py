@@ -9,7 +9,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from examples.market_monitor import EXECUTIONS_FILE, LEDGER_ENV, WATCHLIST, starter
+from examples.market_monitor import EXECUTIONS_FILE, LEDGER_ENV, PROMPT, WATCHLIST, starter
 from examples.market_monitor.script import SESSION, scripted_model
 from examples.market_monitor.tools import read_ledger, send_alert
 from examples.market_monitor.workflows import MarketMonitor
@@ -80,7 +80,10 @@ async def test_send_alert_is_deduplicated_by_its_idempotency_key(ledger: Path) -
     assert first.content.replace('"sent"', '"already_sent"') == retry.content
     assert len(read_ledger(ledger)) == 1
     # Both executions are on the record; the alert went out once.
-    assert [e["event"] for e in read_ledger(ledger.with_name(EXECUTIONS_FILE))] == ["start", "end"] * 2
+    assert [e["event"] for e in read_ledger(ledger.with_name(EXECUTIONS_FILE))] == [
+        "start",
+        "end",
+    ] * 2
 
 
 async def test_unknown_symbol_fails_for_good(ledger: Path) -> None:
@@ -99,8 +102,8 @@ async def test_unknown_symbol_fails_for_good(ledger: Path) -> None:
     assert raised.value.non_retryable
 
 
-def test_demo_reads_the_ledgers_the_example_writes() -> None:
-    # `smyth demo` cannot import the example's tools (they are not part of the package),
-    # so it names the ledger files itself; this pins the two to each other.
-    assert _demo.LEDGER_ENV == LEDGER_ENV
-    assert _demo.EXECUTIONS_FILE == EXECUTIONS_FILE
+def test_demo_reads_the_constants_of_the_example() -> None:
+    # `smyth demo` loads them from the example's __init__ rather than importing it.
+    example = _demo.find_example()
+    assert example.prompt == PROMPT
+    assert (example.ledger_env, example.executions_file) == (LEDGER_ENV, EXECUTIONS_FILE)

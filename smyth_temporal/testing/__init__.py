@@ -13,6 +13,7 @@ from smyth_temporal.testing._env import (
     agent_worker,
     find_binary,
     new_task_queue,
+    register_search_attributes,
     start_dev_environment,
     start_time_skipping_environment,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "find_binary",
     "new_task_queue",
     "raw_tool_call",
+    "register_search_attributes",
     "reply",
     "start_dev_environment",
     "start_time_skipping_environment",

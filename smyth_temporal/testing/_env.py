@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
     ListSearchAttributesRequest,
@@ -113,7 +114,10 @@ async def register_search_attributes(
 
     Added in 0.1.0.
     """
-    wanted = {key.name: key.indexed_value_type for key in (*SEARCH_ATTRIBUTES, *extra)}
+    wanted = {
+        key.name: IndexedValueType.ValueType(key.indexed_value_type.value)
+        for key in (*SEARCH_ATTRIBUTES, *extra)
+    }
     existing = await client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=client.namespace)
     )
