@@ -29,8 +29,9 @@ from typing import Any, cast
 import structlog
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
@@ -215,6 +216,7 @@ async def run_worker(
         raise UnknownAgentError("no agent to serve")
     names = [_workflow_name(agent) for agent in agents]
     client = await connect_client(settings, plugins=[SmythPlugin(model=model)])
+    await _check_namespace(client, settings)
     options: dict[str, Any] = {}
     if max_cached_workflows is not None:
         options["max_cached_workflows"] = max_cached_workflows
@@ -225,7 +227,8 @@ async def run_worker(
         graceful_shutdown_timeout=graceful_shutdown_timeout,
         **options,
     )
-    stop = stop or asyncio.Event()
+    if stop is None:
+        stop = asyncio.Event()
     stopped_by: list[signal.Signals] = []
     loop = asyncio.get_running_loop()
     installed = _install_signal_handlers(loop, stop, stopped_by)
@@ -244,7 +247,7 @@ async def run_worker(
                 if ready is not None:
                     ready()
         if run_task.done():
-            run_task.result()  # a fatal worker error (bad namespace, say) surfaces here
+            _raise_worker_failure(run_task, settings)
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
@@ -257,6 +260,41 @@ async def run_worker(
     log.info("worker.stopped", **fields)
     if stopped_by and stopped_by[0] == signal.SIGINT:
         raise KeyboardInterrupt
+
+
+async def _check_namespace(client: Client, settings: Settings) -> None:
+    """Fail with one clear line for an unknown namespace.
+
+    The worker would find out too, but only after its core has logged a warning with
+    a dump of the gRPC status.
+    """
+    try:
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace=settings.namespace)
+        )
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise ConfigurationError(
+            f"namespace {settings.namespace!r} does not exist at {settings.address}"
+        ) from exc
+
+
+def _raise_worker_failure(run_task: asyncio.Task[None], settings: Settings) -> None:
+    """Re-raise why the worker stopped on its own; a failed start becomes one clear line."""
+    try:
+        run_task.result()
+    except RuntimeError as exc:
+        text = str(exc)
+        if not text.startswith("Worker validation failed"):
+            raise
+        # The core's message ends in a dump of the gRPC status; the sentence before
+        # it ("Namespace x was not found ...") is what the user needs.
+        reason = text.split(": Status {", 1)[0]
+        raise ConfigurationError(
+            f"the worker cannot start (namespace {settings.namespace!r} at "
+            f"{settings.address}): {reason}"
+        ) from exc
 
 
 def _install_signal_handlers(
@@ -299,11 +337,15 @@ async def _wait_polling(client: Client, task_queue: str) -> None:
     )
     delay = _POLLER_CHECK_INTERVAL
     while True:
-        response = await client.workflow_service.describe_task_queue(
-            request, timeout=timedelta(seconds=5)
-        )
-        if any(poller.identity == client.identity for poller in response.pollers):
-            return
+        try:
+            response = await client.workflow_service.describe_task_queue(
+                request, timeout=timedelta(seconds=5)
+            )
+        except RPCError as exc:  # only the announcement depends on it: try again
+            log.debug("worker.ready_check_failed", task_queue=task_queue, error=exc.message)
+        else:
+            if any(poller.identity == client.identity for poller in response.pollers):
+                return
         await asyncio.sleep(delay)
         delay = min(delay * 1.5, _POLLER_CHECK_MAX_INTERVAL)
 

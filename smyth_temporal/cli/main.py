@@ -55,7 +55,6 @@ from smyth_temporal.client import AgentClient, agent_name
 from smyth_temporal.exceptions import (
     ClientError,
     ConfigurationError,
-    ServerUnavailableError,
     SmythError,
     UnknownAgentError,
 )
@@ -91,7 +90,7 @@ STATE_TIMEOUT = 10.0
 """Seconds ``smyth state`` waits for a worker to answer the query."""
 
 CORE_SETTLE_DELAY = 0.1
-"""Seconds to let temporalio's core thread settle after a failed connection (see _settled)."""
+"""Seconds a command lets temporalio's core threads settle before exiting (see _settled)."""
 
 LOG_LEVEL_ENV = "SMYTH_LOG_LEVEL"
 LOG_FORMAT_ENV = "SMYTH_LOG_FORMAT"
@@ -140,8 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(arguments)
     except SystemExit as exc:  # --help, or a usage error argparse has printed
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    level = args.log_level or ("info" if args.command == "worker" else "warning")
-    configure_logging(level, json=args.log_format == "json")
+    level = getattr(args, "log_level", None) or ("info" if args.command == "worker" else "warning")
+    configure_logging(level, json=getattr(args, "log_format", None) == "json")
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
@@ -162,37 +161,6 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
         demo: The imported demo module (its ``add_arguments`` adds the demo's options),
             the error that importing it raised, or ``None`` when not needed.
     """
-    connection = argparse.ArgumentParser(add_help=False)
-    group = connection.add_argument_group("Temporal connection")
-    group.add_argument(
-        "--address",
-        metavar="HOST:PORT",
-        help="the Temporal frontend (default: TEMPORAL_ADDRESS, the temporal.toml profile, "
-        "or localhost:7233)",
-    )
-    group.add_argument(
-        "--namespace",
-        help="the Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, or default)",
-    )
-    group.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        default=os.environ.get(LOG_LEVEL_ENV) or None,
-        help=f"least severe log level shown on stderr ({LOG_LEVEL_ENV}; default: info for "
-        "worker, warning otherwise)",
-    )
-    group.add_argument(
-        "--log-format",
-        choices=["console", "json"],
-        default=os.environ.get(LOG_FORMAT_ENV) or "console",
-        help=f"log lines for people or one JSON object per line ({LOG_FORMAT_ENV})",
-    )
-    queue = argparse.ArgumentParser(add_help=False)
-    queue.add_argument(
-        "--task-queue",
-        help="the task queue agents run on (default: SMYTH_TASK_QUEUE or smyth-agents)",
-    )
-
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Durable AI agents on Temporal: a dev server, workers, and agent runs.",
@@ -202,11 +170,11 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     dev = commands.add_parser(
         "dev",
-        parents=[connection],
         help="run the embedded Temporal dev server (SQLite under .smyth/)",
         description="Start a Temporal dev server with a SQLite file and keep it in the "
         "foreground until Ctrl-C. Does nothing if a server already answers on the port.",
     )
+    _add_common_options(dev)
     dev.add_argument(
         "--port",
         type=_port,
@@ -223,10 +191,10 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     worker = commands.add_parser(
         "worker",
-        parents=[connection, queue],
         help="serve agents: run their workflows, model calls and tools",
         description="Serve agent classes until SIGINT/SIGTERM.",
     )
+    _add_common_options(worker, task_queue=True)
     worker.add_argument(
         "agents",
         nargs="+",
@@ -250,11 +218,11 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     run = commands.add_parser(
         "run",
-        parents=[connection, queue],
         help="start an agent run",
         description="Start an agent and print its workflow id; --wait shows progress and "
         "prints the output.",
     )
+    _add_common_options(run, task_queue=True)
     run.add_argument(
         "agent", metavar="AGENT", help="the agent's workflow type name or module:Class"
     )
@@ -268,34 +236,95 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     state = commands.add_parser(
         "state",
-        parents=[connection],
         help="show an agent's state",
         description="Show status, steps, usage, pending tool calls and the last messages.",
     )
+    _add_common_options(state)
     state.add_argument("workflow_id", metavar="ID", help="the run's workflow id")
     state.add_argument("--json", action="store_true", help="print AgentState as JSON")
     state.set_defaults(handler=_cmd_state)
 
     result = commands.add_parser(
         "result",
-        parents=[connection],
         help="wait for an agent run and print its output",
         description="Wait for the run to end (showing progress) and print its output.",
     )
+    _add_common_options(result)
     result.add_argument("workflow_id", metavar="ID", help="the run's workflow id")
     result.add_argument("--json", action="store_true", help="print AgentResult as JSON")
     result.set_defaults(handler=_cmd_result)
 
     demo_parser = commands.add_parser(
         "demo",
-        parents=[connection],
         help="run the end-to-end demo",
         description="Run the demo: a dev server, a worker and an agent, all in one.",
     )
     if isinstance(demo, ModuleType):
         demo.add_arguments(demo_parser)
+    # The demo module owns its options; shared ones it defines itself (--address)
+    # keep its definition.
+    _add_common_options(demo_parser, keep_existing=True)
     demo_parser.set_defaults(handler=_cmd_demo, demo=demo)
     return parser
+
+
+def _add_common_options(
+    parser: argparse.ArgumentParser, *, task_queue: bool = False, keep_existing: bool = False
+) -> None:
+    """Add the options every subcommand shares (connection, logging)."""
+    group = parser.add_argument_group("Temporal connection and logging")
+    options: list[tuple[str, dict[str, Any]]] = [
+        (
+            "--address",
+            {
+                "metavar": "HOST:PORT",
+                "help": "the Temporal frontend (default: TEMPORAL_ADDRESS, the temporal.toml "
+                "profile, or localhost:7233)",
+            },
+        ),
+        (
+            "--namespace",
+            {
+                "help": "the Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, "
+                "or default)"
+            },
+        ),
+    ]
+    if task_queue:
+        options.append(
+            (
+                "--task-queue",
+                {
+                    "help": "the task queue agents run on (default: SMYTH_TASK_QUEUE or "
+                    "smyth-agents)"
+                },
+            )
+        )
+    options += [
+        (
+            "--log-level",
+            {
+                "choices": ["debug", "info", "warning", "error"],
+                "default": os.environ.get(LOG_LEVEL_ENV) or None,
+                "help": f"least severe log level shown on stderr ({LOG_LEVEL_ENV}; default: "
+                "info for worker, warning otherwise)",
+            },
+        ),
+        (
+            "--log-format",
+            {
+                "choices": ["console", "json"],
+                "default": os.environ.get(LOG_FORMAT_ENV) or "console",
+                "help": f"log lines for people or one JSON object per line ({LOG_FORMAT_ENV})",
+            },
+        ),
+    ]
+    for flag, spec in options:
+        try:
+            group.add_argument(flag, **spec)
+        except argparse.ArgumentError:
+            if not keep_existing:
+                raise
 
 
 # -- subcommands ------------------------------------------------------------------
@@ -323,8 +352,8 @@ async def _dev(server: DevServer) -> int:
     if await is_reachable(server.address, server.namespace):
         print(f"a Temporal server already answers at {server.address} (Web UI: {server.ui_url})")
         return EXIT_OK
-    status(f"starting the Temporal dev server on {server.address} (data: {server.db_path}) ...")
     server.start()
+    status(f"starting the Temporal dev server on {server.address} (data: {server.db_path}) ...")
     try:
         await server.wait_ready()
         print(f"Temporal dev server ready at {server.address} (namespace {server.namespace})")
@@ -565,13 +594,12 @@ def _run_async(coroutine: Coroutine[Any, Any, T]) -> T:
 async def _settled(coroutine: Coroutine[Any, Any, T]) -> T:
     try:
         return await coroutine
-    except ServerUnavailableError:
-        # After a refused connection temporalio's core thread still releases Python
-        # objects for a moment; if the interpreter finalizes meanwhile, the process
-        # aborts ("PyGILState_Release ... must be current", about 1 exit in 4, seen
-        # with temporalio 1.35). A short pause before exiting avoids that.
+    finally:
+        # temporalio's core threads still release Python objects for a moment after
+        # the last call; if the interpreter finalizes meanwhile, the process aborts
+        # ("PyGILState_Release: thread state ... must be current", about 1 exit in
+        # 10 here; temporalio/sdk-python#300). A short pause before exiting avoids it.
         await asyncio.sleep(CORE_SETTLE_DELAY)
-        raise
 
 
 @contextlib.contextmanager
