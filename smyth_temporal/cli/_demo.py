@@ -43,6 +43,8 @@ from typing import IO, Any, TextIO
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 import smyth_temporal
 from smyth_temporal.agent.messages import Message, ToolCall
@@ -50,7 +52,7 @@ from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState
 from smyth_temporal.cli._devserver import DEFAULT_STATE_DIR, ensure_dev_server
 from smyth_temporal.cli._output import error_line, format_usage, one_line
 from smyth_temporal.client import AgentClient
-from smyth_temporal.exceptions import SmythError
+from smyth_temporal.exceptions import ClientError, SmythError
 from smyth_temporal.settings import Settings
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "KILL_FROM_STEP",
     "SCRIPTED_MODEL",
+    "SLOW_TOOL",
     "DemoError",
     "Example",
     "Execution",
@@ -79,24 +82,30 @@ AGENT_NAME = "MarketMonitor"
 SCRIPTED_MODEL = "examples.market_monitor.script:model"
 """The worker's model provider when the demo runs offline."""
 
-KILL_FROM_STEP = 3
-"""The worker is killed the first time a tool call of this step or a later one runs.
+SLOW_TOOL = "get_volatility"
+"""The example's slow tool (1.5 s): the kill lands in the middle of its first call."""
 
-By then two steps have completed, so there is finished work that must not run again.
+KILL_FROM_STEP = 3
+"""The worker is also killed when a tool call of this step or a later one runs.
+
+With the scripted model the first ``get_volatility`` call is made at step 3, so two
+steps have completed by then: there is finished work that must not run again. A real
+model may order its calls differently; any slow or late call serves.
 """
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds the whole demo may take before it gives up."""
 
 _POLL_INTERVAL = 0.1
-_QUERY_TIMEOUT = 0.5
+_QUERY_TIMEOUT = 2.0
 """A query needs a worker; while there is none it would hang, so it is cut short."""
+_FINAL_QUERY_TIMEOUT = 10.0
 _WORKER_READY_TIMEOUT = 30.0
 _WORKER_STOP_TIMEOUT = 10.0
 _LINE_WIDTH = 76
 
 
-class DemoError(SmythError):
+class DemoError(ClientError):
     """The demo could not show what it set out to show; the message says why."""
 
 
@@ -443,7 +452,6 @@ class _Observed:
     calls: dict[str, ToolCall] = field(default_factory=dict)
     results: list[tuple[int, str]] = field(default_factory=list)
     """``(step, call_id)`` of every tool result seen, in order."""
-    step: int = 0
     killed_at: float | None = None
     killed_step: int = 0
     cut_off: list[Execution] = field(default_factory=list)
@@ -460,11 +468,16 @@ class _Demo:
         self.started = time.time()
         self.printer = _Printer(out, self.started)
         self.example = find_example()
-        self.timeout: float = args.timeout
-        self.keep_server: bool = args.keep_server
-        self.model: str = args.model or (
+        self.timeout: float = getattr(args, "timeout", DEFAULT_TIMEOUT)
+        self.keep_server: bool = getattr(args, "keep_server", False)
+        self.model: str = getattr(args, "model", None) or (
             "openai" if os.environ.get("OPENAI_API_KEY") else "scripted"
         )
+        if self.model == "openai" and not os.environ.get("OPENAI_API_KEY"):
+            raise DemoError(
+                "--model openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for endpoints "
+                "other than OpenAI's); --model scripted runs offline"
+            )
         # A task queue of its own: no other worker can take the demo's tasks, and the
         # server's list of pollers shows exactly the demo's workers.
         self.settings = Settings.load(
@@ -507,7 +520,9 @@ class _Demo:
                 worker.stop()
             if server is not None and self.keep_server:
                 self.printer.text(
-                    f"The dev server keeps running at {server.address}, UI {server.ui_url}"
+                    f"The dev server keeps running at {server.address}; the run's history: "
+                    f"{server.ui_url}/namespaces/{self.settings.namespace}/workflows/"
+                    f"{self.observed.workflow_id}"
                 )
             elif server is not None:
                 server.stop()
@@ -574,20 +589,23 @@ class _Demo:
         printer.line("agent", f"started {AGENT_NAME}, workflow id {handle.id}")
         printer.line("task", one_line(self.example.prompt, _LINE_WIDTH))
         result_task = asyncio.create_task(agents.result(handle.id))
+        # Queries run in the background: while no worker answers them, the loop still
+        # watches the ledger and the pollers every _POLL_INTERVAL, so what it measures
+        # stays accurate.
+        query: asyncio.Task[AgentState | None] | None = None
         replacement: _Worker | None = None
         try:
             while not result_task.done():
                 if time.time() > self.started + self.timeout:
                     raise DemoError(f"the run did not finish within {self.timeout:g}s")
-                await self._show(agents)
+                if query is None or query.done():
+                    if query is not None:
+                        self._show(query.result())
+                    query = asyncio.create_task(self._query(agents))
                 executions = read_executions(self.executions_path)
                 if replacement is None:
                     first.check_alive()
-                    running = [
-                        e
-                        for e in executions
-                        if e.pid == first.pid and e.ended is None and e.step >= KILL_FROM_STEP
-                    ]
+                    running = [e for e in executions if e.pid == first.pid and _kill_point(e)]
                     if running:
                         replacement = await self._crash(agents, first, running)
                 else:
@@ -597,16 +615,18 @@ class _Demo:
             result = result_task.result()
             observed.finished = time.time()
         finally:
-            if not result_task.done():
-                result_task.cancel()
-                with contextlib.suppress(BaseException):
-                    await result_task
-        await self._show(agents)
+            for task in (result_task, query):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+        self._show(await self._query(agents, timeout=_FINAL_QUERY_TIMEOUT))
         printer.line("agent", f"{result.status} after {result.steps} steps")
         if observed.killed_at is None:
             raise DemoError(
-                f"the run finished before a tool call of step {KILL_FROM_STEP} or later "
-                "was running, so there was no moment to kill the worker"
+                f"the run finished before {SLOW_TOOL} or a tool call of step "
+                f"{KILL_FROM_STEP} or later ran, so there was no moment to kill the worker "
+                "(the scripted model always gives one: --model scripted)"
             )
         return result
 
@@ -615,7 +635,7 @@ class _Demo:
     ) -> _Worker:
         observed = self.observed
         # What Temporal has recorded as done, as late as possible before the kill.
-        await self._show(agents)
+        self._show(await self._query(agents))
         worker.kill()
         observed.killed_at = time.time()
         observed.killed_step = max(e.step for e in running)
@@ -654,22 +674,28 @@ class _Demo:
                     at=rerun[0].started,
                 )
 
-    async def _show(self, agents: AgentClient) -> None:
-        """Print the messages of the conversation not printed yet."""
-        observed = self.observed
+    async def _query(
+        self, agents: AgentClient, *, timeout: float = _QUERY_TIMEOUT
+    ) -> AgentState | None:
+        """The agent's state, or ``None`` when no worker answers in time."""
         try:
-            async with asyncio.timeout(_QUERY_TIMEOUT):
-                state: AgentState = await agents.state(observed.workflow_id)
-        except (TimeoutError, SmythError):
-            return  # no worker answers queries right now: the next poll tries again
+            async with asyncio.timeout(timeout):
+                return await agents.state(self.observed.workflow_id)
+        except (TimeoutError, SmythError, RPCError, WorkflowQueryFailedError):
+            return None  # no worker answers right now (or the server is busy): ask again
+
+    def _show(self, state: AgentState | None) -> None:
+        """Print the messages of the conversation not printed yet."""
+        if state is None:
+            return
+        observed = self.observed
         observed.run_ids.add(state.run_id)
-        observed.step = state.step
         offset = state.message_count - len(state.messages)
         if offset > observed.shown:
             self.printer.line("...", f"{offset - observed.shown} messages not shown")
-            observed.shown = offset
-        new = state.messages[observed.shown - offset :]
-        observed.shown = state.message_count
+        # A state older than what was shown (a slow query) gives an empty slice here.
+        new = state.messages[max(observed.shown, offset) - offset :]
+        observed.shown = max(observed.shown, state.message_count)
         if new and observed.killed_at is not None and observed.first_progress is None:
             observed.first_progress = time.time()
         for message in new:
@@ -840,6 +866,13 @@ async def _main(args: argparse.Namespace, out: TextIO) -> int:
     finally:
         if installed:
             loop.remove_signal_handler(signal.SIGTERM)
+
+
+def _kill_point(execution: Execution) -> bool:
+    """Whether the worker running ``execution`` now is killed."""
+    return execution.ended is None and (
+        execution.tool == SLOW_TOOL or execution.step >= KILL_FROM_STEP
+    )
 
 
 def _call_label(call: ToolCall) -> str:
