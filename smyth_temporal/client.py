@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
@@ -24,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
+    PENDING_APPROVALS_MEMO,
     ApprovalDecision,
     ApprovalOutcome,
     ApprovalRequest,
@@ -33,7 +33,6 @@ from smyth_temporal.agent.workflow import APPROVAL_SIGNAL, APPROVAL_UPDATE, Agen
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
-    ClientError,
     InvalidDecisionError,
     ServerUnavailableError,
     UnknownAgentError,
@@ -47,9 +46,6 @@ AgentRef = type[AgentWorkflow] | str
 """An agent class, or its workflow type name (what a worker registered)."""
 
 STATE_QUERY = "state"
-
-_MAX_CONCURRENT_QUERIES = 16
-"""Bound on state queries in flight while listing approvals (servers limit pollers)."""
 
 
 class PendingApproval(BaseModel):
@@ -272,35 +268,29 @@ class AgentClient:
     async def pending_approvals(self, *, tenant: str | None = None) -> list[PendingApproval]:
         """Every pending approval request of every running agent, oldest first.
 
-        Found through the ``SmythPendingApprovals`` search attribute, so no workflow id
-        needs to be known.
+        Found through the ``SmythPendingApprovals`` search attribute and read from the
+        runs' memos, so no workflow id needs to be known and no worker needs to run.
 
         Args:
             tenant: Only this tenant's agents.
         """
         query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
-        ids = [execution.id async for execution in self.client.list_workflows(query)]
-        limit = asyncio.Semaphore(_MAX_CONCURRENT_QUERIES)
-
-        async def pending_of(workflow_id: str) -> list[PendingApproval]:
-            async with limit:
-                try:
-                    state = await self.state(workflow_id)
-                except ClientError:
-                    return []  # finished between the listing and the query
-            return [
+        found: list[PendingApproval] = []
+        async for execution in self.client.list_workflows(query):
+            published = (await execution.memo()).get(PENDING_APPROVALS_MEMO) or {}
+            owner = str(published.get("tenant", "default"))
+            if tenant is not None and owner != tenant:
+                continue
+            found += [
                 PendingApproval(
-                    agent=state.agent,
-                    workflow_id=state.workflow_id,
-                    tenant=state.tenant,
-                    request=request,
+                    agent=execution.workflow_type,
+                    workflow_id=execution.id,
+                    tenant=owner,
+                    request=ApprovalRequest.model_validate(request),
                 )
-                for request in state.pending_approvals
-                if tenant is None or state.tenant == tenant
+                for request in published.get("requests", [])
             ]
-
-        found = await asyncio.gather(*(pending_of(i) for i in ids))
-        return sorted((p for group in found for p in group), key=lambda p: p.request.requested_at)
+        return sorted(found, key=lambda p: p.request.requested_at)
 
     async def workers_polling(self, task_queue: str | None = None) -> int:
         """How many workers poll the agents' task queue for workflow tasks right now."""

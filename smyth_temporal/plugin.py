@@ -27,13 +27,17 @@ smyth_temporal's workflow-side modules are deterministic; sharing them (and pyda
 keeps model classes identical inside and outside the sandbox and makes starts cheap.
 """
 
-DEFAULT_STICKY_QUEUE_TIMEOUT = timedelta(seconds=3)
+DEFAULT_STICKY_QUEUE_TIMEOUT = timedelta(seconds=2)
 """How long a workflow task waits for the worker that has the run cached.
 
-Temporal's default (10 s) is what a replacement worker waits after a crash before it
-gets a cached run's next task; 3 s keeps recovery quick, and costs only a replay when
-a busy worker misses it.
+After a crash the server keeps sending a run's tasks to the dead worker's sticky queue
+until this expires (it only skips a sticky queue whose worker has not polled for 10 s),
+so every crash pays it in full: measured here, recovery to completion took 18 s with
+Temporal's default of 10 s, 12 s with 3 s and 9 s with 1 s. 2 s keeps recovery quick,
+while a busy worker that misses the window costs only a replay of the run.
 """
+
+_TEMPORAL_STICKY_QUEUE_TIMEOUT = timedelta(seconds=10)
 
 
 class SmythPlugin(SimplePlugin):
@@ -68,8 +72,9 @@ class SmythPlugin(SimplePlugin):
                 built when a worker starts. Clients need none.
             tools: Tools to register besides those of the agents' configs (tools an
                 agent offers only in some turns, for example).
-            sticky_queue_timeout: See ``DEFAULT_STICKY_QUEUE_TIMEOUT``; ``None`` keeps
-                the worker's own setting.
+            sticky_queue_timeout: See ``DEFAULT_STICKY_QUEUE_TIMEOUT``; it replaces
+                Temporal's default only, so a value passed to ``Worker`` wins; ``None``
+                keeps Temporal's default.
         """
         super().__init__(
             "smyth_temporal.SmythPlugin",
@@ -93,7 +98,12 @@ class SmythPlugin(SimplePlugin):
         activities += tool_activities(tools)
         activities.append(ModelActivities(self._provider()).complete)
         config["activities"] = activities
-        if self._sticky_queue_timeout is not None:
+        # Only replace Temporal's default: a value the user passed to Worker() wins.
+        current = config.get("sticky_queue_schedule_to_start_timeout")
+        if self._sticky_queue_timeout is not None and current in (
+            None,
+            _TEMPORAL_STICKY_QUEUE_TIMEOUT,
+        ):
             config["sticky_queue_schedule_to_start_timeout"] = self._sticky_queue_timeout
         return config
 

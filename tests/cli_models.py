@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from smyth_temporal import Message
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
 
@@ -20,6 +23,33 @@ def scripted() -> ScriptedModel:
             _answer,
         ]
     )
+
+
+def _sell_orders(request: ModelRequest) -> ModelResponse:
+    # The orders come from the prompt ("sell ACME:10 GLOBEX:2"), so one worker process
+    # serves every test, each with the calls it needs.
+    prompt = next(m.content or "" for m in request.messages if m.role == "user")
+    orders = re.findall(r"\b([A-Z]+):(\d+)\b", prompt) or [("ACME", "10")]
+    calls = [
+        call
+        for symbol, quantity in orders
+        for call in tool_call("sell", symbol=symbol, quantity=int(quantity)).message.tool_calls
+    ]
+    return ModelResponse(message=Message(role="assistant", tool_calls=calls))
+
+
+def _echo_tool_results(request: ModelRequest) -> ModelResponse:
+    return reply(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+
+def trader() -> ScriptedModel:
+    """For ``tests.approval_agents:Trader``: sell what the prompt says, then echo the tools.
+
+    Every sale needs approval. ``SYMBOL:QUANTITY`` words of the prompt are the orders
+    (default ``ACME:10``); the answer is what the tools returned, so a rejection's
+    reason shows in the output.
+    """
+    return ScriptedModel([_sell_orders, _echo_tool_results])
 
 
 not_a_provider = object()

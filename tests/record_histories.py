@@ -18,6 +18,9 @@ the code changed, and the replay test exists to say when new code cannot continu
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
+import os
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +29,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
+from smyth_temporal._logging import configure_logging
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     ScriptedModel,
@@ -130,20 +134,21 @@ async def record_crash(client: Client, scenario: str) -> str:
     agents = AgentClient(client, task_queue=task_queue)
     with tempfile.TemporaryDirectory() as scratch:
         ledger = Path(scratch) / "ledger.jsonl"
-        options = {
-            "address": client.service_client.config.target_host,
-            "task_queue": task_queue,
-            "ledger": ledger,
-            "script": "crash-tool",
-            "log": Path(scratch) / "workers.log",
-        }
-        first = await spawn_worker(**options)
+        spawn = functools.partial(
+            spawn_worker,
+            address=client.service_client.config.target_host,
+            task_queue=task_queue,
+            ledger=ledger,
+            script="crash-tool",
+            log=Path(scratch) / "workers.log",
+        )
+        first = await spawn()
         try:
             handle = await agents.start(Analyst, "Buy ACME", id=workflow_id(scenario))
             while not any(e["tool"] == "slow_lookup.start" for e in read_ledger(ledger)):
                 await asyncio.sleep(0.02)
             first.kill()
-            second = await spawn_worker(**options)
+            second = await spawn()
             try:
                 await agents.result(handle.id)
             finally:
@@ -163,6 +168,9 @@ async def main(names: Sequence[str]) -> None:
     unknown = sorted(set(names) - set(SCENARIOS))
     if unknown:
         raise SystemExit(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
+    # Only problems: the scenarios fail tools and activities on purpose.
+    configure_logging("ERROR")
+    logging.getLogger("temporalio").setLevel(logging.ERROR)
     env = await start_dev_environment()
     try:
         HISTORIES.mkdir(exist_ok=True)
@@ -177,3 +185,8 @@ async def main(names: Sequence[str]) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1:]))
+    # temporalio's Rust threads can outlive the interpreter and abort its teardown
+    # ("PyGILState_Release ... finalizing", temporalio/sdk-python#300); everything is
+    # written and flushed by now, so skip the teardown.
+    sys.stdout.flush()
+    os._exit(0)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
@@ -90,9 +91,7 @@ def report(name: str, killed_at: float, **moments: float) -> None:
     print(f"\n[{name}] after SIGKILL: {timings}")
 
 
-async def test_kill_during_a_tool_call(
-    agents: AgentClient, ledger: Path, spawn: Spawn
-) -> None:
+async def test_kill_during_a_tool_call(agents: AgentClient, ledger: Path, spawn: Spawn) -> None:
     first = await spawn("crash-tool")
     handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME, then look around"))
     key = f"{handle.id}/4/call_4_0"
@@ -156,9 +155,7 @@ async def test_kill_during_a_tool_call(
     assert (state.status, state.step, state.pending_tool_calls) == ("completed", 6, [])
 
 
-async def test_kill_during_a_model_call(
-    agents: AgentClient, ledger: Path, spawn: Spawn
-) -> None:
+async def test_kill_during_a_model_call(agents: AgentClient, ledger: Path, spawn: Spawn) -> None:
     first = await spawn("crash-model")
     handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME"))
 
@@ -200,3 +197,46 @@ async def test_kill_during_a_model_call(
     # The tool it asked for ran once, keyed with step 3.
     [note] = entries(ledger, "write_note")
     assert (note["pid"], note["key"]) == (second.pid, f"{handle.id}/3/call_3_0")
+
+
+async def test_decision_sent_while_no_worker_runs(
+    client: Client, task_queue: str, ledger: Path, spawn: Spawn
+) -> None:
+    """Kill the worker while the agent waits for approval, decide with no worker up,
+    then a new worker resumes and runs the approved tool exactly once."""
+    agents = AgentClient(client, task_queue=task_queue)
+    first = await spawn("approval-sell")
+    handle = await agents.start("Trader", AgentInput(prompt="Sell ACME"))
+    for _ in range(400):
+        state = await agents.state(handle.id)
+        if state.pending_approvals:
+            break
+        await asyncio.sleep(0.05)
+    request = state.pending_approvals[0]
+    first.kill()
+
+    # Listing needs no worker: pending requests travel in the run's memo.
+    for _ in range(100):
+        listed = [p for p in await agents.pending_approvals() if p.workflow_id == handle.id]
+        if listed:
+            break
+        await asyncio.sleep(0.1)
+    assert [p.request.id for p in listed] == [request.id]
+
+    # No worker runs: the update could not be validated, so the decision goes as a
+    # signal, which the server stores in history until a worker takes it.
+    await agents.approve(handle.id, request.id, by="ivan", wait=False)
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    signaled = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    assert [e.event_type for e in history.events].count(signaled) == 1
+    assert [e for e in read_ledger(ledger) if e["tool"] == "sell"] == []
+
+    await spawn("approval-sell")
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    sales = [e for e in read_ledger(ledger) if e["tool"] == "sell"]
+    assert result.output == "sold 7 ACME"
+    assert len(sales) == 1
+    assert sales[0]["pid"] != first.pid
+    final = await agents.state(handle.id)
+    assert final.approvals[0].decision is not None
+    assert final.approvals[0].decision.by == "ivan"

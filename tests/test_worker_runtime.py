@@ -13,6 +13,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 from temporalio import workflow
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import (
@@ -256,3 +257,29 @@ async def test_run_worker_with_an_unknown_namespace(env: WorkflowEnvironment) ->
     settings = Settings(address=address_of(env), namespace="no-such-namespace")
     with pytest.raises(ConfigurationError, match="namespace 'no-such-namespace' does not exist"):
         await run_worker([Analyst], settings=settings, model=ScriptedModel([]))
+
+
+async def test_plugin_sets_sticky_timeout_unless_the_user_did(client: Client) -> None:
+    from datetime import timedelta
+
+    from temporalio.worker import Worker
+
+    from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT
+    from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue
+    from tests.agents import Analyst
+
+    model = ScriptedModel([])
+    default = agent_worker(client, Analyst, model=model, task_queue=new_task_queue())
+    assert default.config(active_config=True)["sticky_queue_schedule_to_start_timeout"] == (
+        DEFAULT_STICKY_QUEUE_TIMEOUT
+    )
+    chosen = agent_worker(
+        client,
+        Analyst,
+        model=model,
+        task_queue=new_task_queue(),
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=7),
+    )
+    active = chosen.config(active_config=True)
+    assert active["sticky_queue_schedule_to_start_timeout"] == timedelta(seconds=7)
+    assert isinstance(chosen, Worker)

@@ -49,6 +49,7 @@ from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT
 from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from smyth_temporal.tools import Tool, tool
 from tests.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
+from tests.approval_agents import Trader
 
 READY = "READY"
 
@@ -96,7 +97,7 @@ class RecoveryProbe(AgentWorkflow):
         return await self.run_agent(input)
 
 
-WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe)
+WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader)
 
 # -- scripts ---------------------------------------------------------------------------
 
@@ -155,6 +156,13 @@ SCRIPTS: dict[str, Script] = {
         for seconds in PROBE_HEARTBEATS
     },
     "echo": Script([reply("done")]),
+    # Trader: a quote, then a sale that waits for a person's decision.
+    "approval-sell": Script(
+        [
+            tool_call("sell", symbol="ACME", quantity=7),
+            tool_results,
+        ]
+    ),
 }
 
 
@@ -271,6 +279,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     asyncio.run(serve(parse_args(argv)))
+    # temporalio's Rust threads can outlive the interpreter and abort its teardown
+    # ("PyGILState_Release ... finalizing", temporalio/sdk-python#300): after a clean
+    # shutdown there is nothing left to tear down that matters.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 # -- the parent side ---------------------------------------------------------------------

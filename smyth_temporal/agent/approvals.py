@@ -22,6 +22,7 @@ from smyth_temporal.tools._tool import OnTimeout
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "PENDING_APPROVALS_ATTRIBUTE",
+    "PENDING_APPROVALS_MEMO",
     "SEARCH_ATTRIBUTES",
     "STATUS_ATTRIBUTE",
     "ApprovalDecision",
@@ -42,6 +43,10 @@ STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythStatus")
 PENDING_APPROVALS_ATTRIBUTE = SearchAttributeKey.for_int("SmythPendingApprovals")
 """Search attribute with the number of pending approval requests, to find waiting
 agents across all runs (``SmythPendingApprovals > 0``)."""
+
+PENDING_APPROVALS_MEMO = "smyth_pending_approvals"
+"""Memo key under which an agent publishes its pending ``ApprovalRequest``s (with its
+tenant), so they can be listed from visibility alone, even while no worker runs."""
 
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     STATUS_ATTRIBUTE,

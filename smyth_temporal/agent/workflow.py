@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
+    PENDING_APPROVALS_MEMO,
     STATUS_ATTRIBUTE,
     ApprovalDecision,
     ApprovalOutcome,
@@ -476,12 +477,22 @@ class AgentWorkflow:
     def _publish_approvals(self) -> None:
         if not self.config.search_attributes:
             return
-        pending = sum(1 for r in self._approvals.values() if r.status == "pending")
+        pending = [r for r in self._approvals.values() if r.status == "pending"]
         workflow.upsert_search_attributes(
             [
                 STATUS_ATTRIBUTE.value_set("awaiting_approval" if pending else self.status),
-                PENDING_APPROVALS_ATTRIBUTE.value_set(pending),
+                PENDING_APPROVALS_ATTRIBUTE.value_set(len(pending)),
             ]
+        )
+        # The memo travels with visibility listings, so pending requests can be shown
+        # without querying the run, which needs a live worker.
+        workflow.upsert_memo(
+            {
+                PENDING_APPROVALS_MEMO: {
+                    "tenant": self.input.tenant,
+                    "requests": [r.model_dump(mode="json") for r in pending],
+                }
+            }
         )
 
     def _reason_for(self, call: ToolCall) -> str | None:

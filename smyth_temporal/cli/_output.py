@@ -1,4 +1,4 @@
-"""How the CLI shows things: one-line errors, progress lines, state summaries.
+"""How the CLI shows things: one-line errors, progress lines, state summaries, approvals.
 
 Results go to stdout (so ``ID=$(smyth run ...)`` works); progress and errors go to
 stderr.
@@ -6,14 +6,25 @@ stderr.
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TextIO
 
+from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalRequest
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.agent.types import AgentState
+from smyth_temporal.client import PendingApproval
 
 __all__ = [
+    "compact_json",
     "error_line",
+    "format_approvals",
+    "format_deadline",
+    "format_decided",
+    "format_duration",
+    "format_sent",
     "format_state",
     "format_usage",
     "last_tool",
@@ -24,6 +35,10 @@ __all__ = [
 
 _CONTENT_WIDTH = 160
 _ARGUMENTS_WIDTH = 80
+_APPROVAL_ARGUMENTS_WIDTH = 60
+
+# Largest unit first: a duration is shown in its largest non-zero units.
+_DURATION_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
 
 
 def one_line(text: object, width: int | None = None) -> str:
@@ -113,3 +128,94 @@ def _call(call: ToolCall) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+# -- approvals --------------------------------------------------------------------
+
+
+def compact_json(value: Mapping[str, Any], width: int | None = None) -> str:
+    """``{"symbol":"ACME","quantity":10}``: JSON without spaces, cut to ``width``."""
+    return one_line(json.dumps(value, separators=(",", ":"), ensure_ascii=False), width)
+
+
+def format_duration(seconds: float, *, parts: int = 1) -> str:
+    """A duration in its largest units, rounded down: ``45s``, ``3m``, ``2h``, ``4d``.
+
+    Args:
+        seconds: The duration; negative counts as zero.
+        parts: How many units to show at most: ``parts=2`` gives ``6d 23h``.
+    """
+    remaining = max(int(seconds), 0)
+    shown: list[str] = []
+    for suffix, size in _DURATION_UNITS:
+        count, remaining = divmod(remaining, size)
+        if count and len(shown) < parts:
+            shown.append(f"{count}{suffix}")
+        elif shown:
+            break  # "2d 5m" would skip the hours and read as more precise than it is
+    return " ".join(shown) or "0s"
+
+
+def format_deadline(deadline: datetime, now: datetime) -> str:
+    """``in 6d 23h``, or ``overdue 5m`` when the deadline has passed.
+
+    A request still pending after its deadline means no worker applied the timeout
+    policy yet (typically: none is running), which is worth seeing at a glance.
+    """
+    left = (deadline - now).total_seconds()
+    if left >= 0:
+        return f"in {format_duration(left, parts=2)}"
+    return f"overdue {format_duration(-left, parts=2)}"
+
+
+def format_approvals(pending: Sequence[PendingApproval], now: datetime) -> str:
+    """A table of pending approvals, one row per request, columns aligned.
+
+    Args:
+        pending: The requests, in the order to show them.
+        now: The current time (aware), for ages and deadlines.
+    """
+    header = ("AGENT", "WORKFLOW ID", "REQUEST", "TOOL", "ARGUMENTS", "AGE", "DEADLINE")
+    rows = [header] + [
+        (
+            p.agent,
+            p.workflow_id,
+            p.request.id,
+            p.request.tool,
+            compact_json(p.request.arguments, _APPROVAL_ARGUMENTS_WIDTH),
+            format_duration((now - p.request.requested_at).total_seconds()),
+            format_deadline(p.request.deadline, now),
+        )
+        for p in pending
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def format_decided(workflow_id: str, request: ApprovalRequest) -> str:
+    """``approved apr-1-call_1_0 (sell) on Trader-3f9a by alice``, after an update.
+
+    A rejection ends with its reason, as the model will read it; an approval says when
+    the tool runs with edited arguments.
+    """
+    decision = request.decision
+    by = decision.by if decision else "nobody"
+    line = f"{request.status} {request.id} ({request.tool}) on {workflow_id} by {by}"
+    if decision is not None and decision.arguments is not None:
+        line += f" with edited arguments {compact_json(decision.arguments, _ARGUMENTS_WIDTH)}"
+    if decision is not None and decision.comment:
+        line += f": {one_line(decision.comment, _CONTENT_WIDTH)}"
+    return line
+
+
+def format_sent(workflow_id: str, decision: ApprovalDecision) -> str:
+    """``sent approval for apr-1-call_1_0 on Trader-3f9a by alice (signal; not validated)``.
+
+    A signal is not answered, so this says what was sent, not what happened.
+    """
+    kind = "approval" if decision.approved else "rejection"
+    target = decision.request_id or "the only pending request"
+    return f"sent {kind} for {target} on {workflow_id} by {decision.by} (signal; not validated)"

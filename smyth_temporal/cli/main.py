@@ -1,12 +1,16 @@
-"""The ``smyth`` command: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``.
+"""The ``smyth`` command: agent runs, workers, a dev server and human approvals.
+
+Subcommands: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``, and for
+approvals ``approvals``, ``approve`` and ``reject``.
 
 Every subcommand takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
 them); ``worker`` and ``run`` take ``--task-queue`` (``SMYTH_TASK_QUEUE``).
 
 Failures the user can fix (nothing at the address, an unknown run id, an agent that
-cannot be imported, a missing API key) print one line, ``smyth: error: ...``, and
-exit with 1; Ctrl-C exits with 130. Anything else is a bug and shows its traceback.
+cannot be imported, a missing API key, a decision the agent refuses) print one line,
+``smyth: error: ...``, and exit with 1; bad usage exits with 2 (argparse); Ctrl-C
+exits with 130. Anything else is a bug and shows its traceback.
 
 Added in 0.1.0.
 """
@@ -16,24 +20,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import importlib
 import json
 import os
+import re
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle, WorkflowQueryFailedError
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from smyth_temporal import __version__
 from smyth_temporal._logging import configure_logging
+from smyth_temporal.agent.approvals import ApprovalDecision
 from smyth_temporal.agent.types import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.cli._devserver import (
     DEFAULT_DEV_PORT,
@@ -45,6 +59,9 @@ from smyth_temporal.cli._devserver import (
 )
 from smyth_temporal.cli._output import (
     error_line,
+    format_approvals,
+    format_decided,
+    format_sent,
     format_state,
     format_usage,
     one_line,
@@ -53,6 +70,7 @@ from smyth_temporal.cli._output import (
 )
 from smyth_temporal.client import AgentClient, agent_name
 from smyth_temporal.exceptions import (
+    AgentNotFoundError,
     ClientError,
     ConfigurationError,
     SmythError,
@@ -68,7 +86,14 @@ from smyth_temporal.worker import (
     run_worker,
 )
 
-__all__ = ["PICKUP_TIMEOUT", "PROGRESS_INTERVAL", "STATE_TIMEOUT", "build_parser", "main"]
+__all__ = [
+    "DECISION_TIMEOUT",
+    "PICKUP_TIMEOUT",
+    "PROGRESS_INTERVAL",
+    "STATE_TIMEOUT",
+    "build_parser",
+    "main",
+]
 
 PROG = "smyth"
 
@@ -88,6 +113,13 @@ PROGRESS_INTERVAL = 0.5
 
 STATE_TIMEOUT = 10.0
 """Seconds ``smyth state`` waits for a worker to answer the query."""
+
+DECISION_TIMEOUT = 30.0
+"""Seconds ``smyth approve``/``reject`` wait for the agent to take a decision.
+
+A decision is an update, which a worker must accept; with no worker for the agent,
+temporalio would wait forever.
+"""
 
 CORE_SETTLE_DELAY = 0.1
 """Seconds a command lets temporalio's core threads settle before exiting (see _settled)."""
@@ -163,7 +195,8 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
     """
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Durable AI agents on Temporal: a dev server, workers, and agent runs.",
+        description="Durable AI agents on Temporal: a dev server, workers, agent runs, "
+        "and human approvals.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -254,6 +287,8 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
     result.add_argument("--json", action="store_true", help="print AgentResult as JSON")
     result.set_defaults(handler=_cmd_result)
 
+    _add_approval_commands(commands)
+
     demo_parser = commands.add_parser(
         "demo",
         help="run the end-to-end demo",
@@ -266,6 +301,83 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
     _add_common_options(demo_parser, keep_existing=True)
     demo_parser.set_defaults(handler=_cmd_demo, demo=demo)
     return parser
+
+
+def _add_approval_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add ``approvals``, ``approve`` and ``reject``."""
+    approvals = commands.add_parser(
+        "approvals",
+        help="list the approval requests waiting for a decision",
+        description="List every pending approval request of every running agent, oldest "
+        "first (found through the SmythPendingApprovals search attribute).",
+    )
+    _add_common_options(approvals)
+    approvals.add_argument("--tenant", help="only this tenant's agents")
+    approvals.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON list of {agent, workflow_id, tenant, request}",
+    )
+    approvals.set_defaults(handler=_cmd_approvals)
+
+    approve = commands.add_parser(
+        "approve",
+        help="approve a pending tool call",
+        description="Approve a pending approval request: the tool runs (with --arguments "
+        "instead of the model's, if given). Waits for the agent to accept the decision "
+        "unless --no-wait.",
+    )
+    _add_decision_options(approve)
+    approve.add_argument("--comment", metavar="TEXT", help="why; kept in the audit trail")
+    approve.add_argument(
+        "--arguments",
+        type=_json_object,
+        metavar="JSON",
+        help="run the tool with these arguments instead (a JSON object, checked against "
+        "the tool's schema by the agent)",
+    )
+    approve.add_argument(
+        "--sha256",
+        type=_sha256,
+        metavar="HASH",
+        help="the SHA-256 of the arguments you reviewed (request.arguments_sha256 of "
+        "`smyth approvals --json`); the agent refuses the approval if they differ",
+    )
+    approve.set_defaults(handler=_cmd_decide, approved=True)
+
+    reject = commands.add_parser(
+        "reject",
+        help="reject a pending tool call",
+        description="Reject a pending approval request: the tool does not run and the model "
+        "is told who rejected it and why. Waits for the agent to accept the decision "
+        "unless --no-wait.",
+    )
+    _add_decision_options(reject)
+    reject.add_argument("--reason", dest="comment", metavar="TEXT", help="why; shown to the model")
+    reject.set_defaults(handler=_cmd_decide, approved=False, arguments=None, sha256=None)
+
+
+def _add_decision_options(parser: argparse.ArgumentParser) -> None:
+    """Add what ``approve`` and ``reject`` share."""
+    _add_common_options(parser)
+    parser.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the agent run's workflow id")
+    parser.add_argument(
+        "--request",
+        metavar="ID",
+        help="the approval request (default: the only pending one of the run)",
+    )
+    parser.add_argument(
+        "--by",
+        type=_non_empty,
+        metavar="NAME",
+        help="who decides, for the audit trail (default: user@host)",
+    )
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="send the decision as a signal and return at once; the agent checks it "
+        "later and only logs it if it is invalid",
+    )
 
 
 def _add_common_options(
@@ -461,6 +573,93 @@ async def _result(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_approvals(args: argparse.Namespace) -> int:
+    return _run_async(_approvals(args))
+
+
+async def _approvals(args: argparse.Namespace) -> int:
+    agents = await AgentClient.connect(_settings(args))
+    pending = await agents.pending_approvals(tenant=args.tenant)
+    if args.json:
+        print(json.dumps([p.model_dump(mode="json") for p in pending], indent=2))
+    elif pending:
+        print(format_approvals(pending, now=datetime.now(UTC)))
+    else:
+        print("no pending approvals" + (f" (tenant {args.tenant})" if args.tenant else ""))
+    return EXIT_OK
+
+
+def _cmd_decide(args: argparse.Namespace) -> int:
+    return _run_async(_decide(args))
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    """``approve`` and ``reject``: send the decision and say what became of it."""
+    decision = ApprovalDecision(
+        request_id=args.request,
+        approved=args.approved,
+        by=args.by or _default_approver(),
+        comment=args.comment,
+        arguments=args.arguments,
+        arguments_sha256=args.sha256,
+    )
+    workflow_id: str = args.workflow_id
+    agents = await AgentClient.connect(_settings(args))
+    try:
+        async with asyncio.timeout(DECISION_TIMEOUT):
+            outcome = await agents.decide(workflow_id, decision, wait=not args.no_wait)
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        # temporalio reports a cancelled wait for an update (our deadline, the server's
+        # deadline on the call, or Ctrl-C) as its own error, not as a cancellation.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise asyncio.CancelledError from None  # Ctrl-C: exit 130, not an error line
+        raise ClientError(
+            f"no worker took the decision for {workflow_id!r} within {DECISION_TIMEOUT:g}s "
+            "(is a worker for its agent running?); it may still be applied when one picks "
+            f"the run up: check with `smyth state {workflow_id}`"
+        ) from None
+    except AgentNotFoundError as exc:
+        ended = await _ended_run_error(agents, workflow_id)
+        if ended is None:
+            raise
+        raise ended from exc
+    if outcome is None:
+        print(format_sent(workflow_id, decision))
+    else:
+        print(format_decided(workflow_id, outcome.request))
+    return EXIT_OK
+
+
+async def _ended_run_error(agents: AgentClient, workflow_id: str) -> ClientError | None:
+    """The error for a decision sent to a run that has ended, if that is what happened.
+
+    Temporal answers "not found" both for unknown ids and for runs that are over; the
+    latter deserves its own message, or the user goes looking for a typo.
+    """
+    try:
+        description = await agents.client.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return None
+    if description.status in (None, WorkflowExecutionStatus.RUNNING):
+        return None
+    ended = description.status.name.lower().replace("_", " ")
+    return ClientError(
+        f"agent run {workflow_id!r} has already ended ({ended}); there is nothing left to decide"
+    )
+
+
+def _default_approver() -> str:
+    """``user@host``: who decides when ``--by`` is not given."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no USER/LOGNAME and no passwd entry (containers)
+        raise ConfigurationError(
+            "cannot tell who you are; say who decides with --by NAME"
+        ) from None
+    return f"{user}@{socket.gethostname()}"
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     demo: ModuleType | BaseException | None = args.demo
     if not isinstance(demo, ModuleType):
@@ -618,6 +817,33 @@ def _event_on_signals(*signals: signal.Signals) -> Iterator[asyncio.Event]:
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """``--arguments``: a JSON object, as the tool's arguments are."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'must be a JSON object of tool arguments, like {{"symbol": "ACME"}}, got: {text}'
+        )
+    return value
+
+
+def _sha256(text: str) -> str:
+    """``--sha256``: a hex SHA-256, so a truncated paste is a usage error, not a mismatch."""
+    digest = text.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise argparse.ArgumentTypeError(f"not a SHA-256 (64 hex digits): {text}")
+    return digest
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def _port(text: str) -> int:

@@ -1,0 +1,1 @@
+"""Benchmarks of smyth-temporal on a local dev server (see README.md)."""
