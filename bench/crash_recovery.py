@@ -39,7 +39,8 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.testing import new_task_queue, start_dev_environment
-from tests.worker_process import RecoveryProbe, read_ledger, spawn_worker
+from tests.agents import read_ledger
+from tests.worker_process import RecoveryProbe, spawn_worker
 
 
 @dataclass(frozen=True)

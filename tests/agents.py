@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 from temporalio import workflow
@@ -41,6 +43,18 @@ def record(tool_name: str, **fields: object) -> None:
     }
     with Path(path).open("a") as ledger:
         ledger.write(json.dumps(entry) + "\n")
+
+
+def read_ledger(path: Path) -> list[dict[str, Any]]:
+    """Every entry recorded so far (a line still being written, or cut off by a killed
+    worker, is skipped; none when the ledger does not exist yet)."""
+    if not path.exists():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            entries.append(json.loads(line))
+    return entries
 
 
 @tool

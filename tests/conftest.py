@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client
@@ -10,6 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient
 from smyth_temporal.testing import new_task_queue, start_dev_environment
+from tests.agents import LEDGER_ENV
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +31,14 @@ def client(env: WorkflowEnvironment) -> Client:
 @pytest.fixture
 def task_queue() -> str:
     return new_task_queue()
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh tool-execution ledger, named in the environment for in-process tools."""
+    path = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(LEDGER_ENV, str(path))
+    return path
 
 
 @pytest.fixture

@@ -40,8 +40,8 @@ from smyth_temporal.testing import (
     start_dev_environment,
     tool_call,
 )
-from tests.agents import Analyst, Summarizer
-from tests.worker_process import read_ledger, spawn_worker
+from tests.agents import Analyst, Summarizer, read_ledger
+from tests.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parent / "histories"
 

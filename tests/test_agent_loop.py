@@ -5,26 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply, tool_call
-from tests.agents import LEDGER_ENV, Analyst, Summarizer
-
-
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(LEDGER_ENV, str(path))
-    return path
-
-
-def read_ledger(path: Path) -> list[dict[str, object]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+from tests.agents import Analyst, Summarizer, read_ledger
 
 
 def tool_messages(request: ModelRequest) -> list[str]:

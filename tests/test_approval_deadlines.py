@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,7 +20,7 @@ from smyth_temporal.testing import (
     start_time_skipping_environment,
     tool_call,
 )
-from tests.agents import LEDGER_ENV
+from tests.agents import read_ledger
 from tests.approval_agents import OfflineStrictTrader as StrictTrader
 from tests.approval_agents import OfflineTrader as Trader
 
@@ -35,17 +34,8 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
         await environment.shutdown()
 
 
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(LEDGER_ENV, str(path))
-    return path
-
-
 def executed(ledger: Path) -> list[str]:
-    if not ledger.exists():
-        return []
-    return [json.loads(line)["tool"] for line in ledger.read_text().splitlines()]
+    return [entry["tool"] for entry in read_ledger(ledger)]
 
 
 def echo(request: ModelRequest) -> ModelResponse:

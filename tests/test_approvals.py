@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
@@ -14,21 +13,12 @@ from smyth_temporal import AgentClient, AgentState, InvalidDecisionError
 from smyth_temporal.agent.approvals import arguments_sha256
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from tests.agents import LEDGER_ENV
+from tests.agents import read_ledger
 from tests.approval_agents import Trader
 
 
-@pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(LEDGER_ENV, str(path))
-    return path
-
-
 def executed(ledger: Path) -> list[dict[str, object]]:
-    if not ledger.exists():
-        return []
-    return [json.loads(line) for line in ledger.read_text().splitlines()]
+    return read_ledger(ledger)
 
 
 def echo_tool_results(request: ModelRequest) -> ModelResponse:

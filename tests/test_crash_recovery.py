@@ -22,8 +22,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
-from tests.agents import Analyst
-from tests.worker_process import WorkerProcess, read_ledger, spawn_worker
+from tests.agents import Analyst, read_ledger
+from tests.worker_process import WorkerProcess, spawn_worker
 
 Entry = dict[str, Any]
 
@@ -35,11 +35,6 @@ RESULT_TIMEOUT = 120.0
 
 class Spawn(Protocol):
     async def __call__(self, script: str) -> WorkerProcess: ...
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Path:
-    return tmp_path / "ledger.jsonl"
 
 
 @pytest.fixture

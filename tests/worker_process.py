@@ -370,17 +370,6 @@ async def spawn_worker(
     return handle
 
 
-def read_ledger(path: Path) -> list[dict[str, Any]]:
-    """Every entry recorded so far (a line still being written is skipped)."""
-    if not path.exists():
-        return []
-    entries = []
-    for line in path.read_text().splitlines():
-        with contextlib.suppress(json.JSONDecodeError):
-            entries.append(json.loads(line))
-    return entries
-
-
 if __name__ == "__main__":
     # Run from the module imported under its real name: workflow classes defined in
     # ``__main__`` could not be re-imported by the workflow sandbox.

@@ -1,8 +1,9 @@
 """The market monitor's tools, over a deterministic offline snapshot of a market.
 
-Three read-only tools (quotes, news, volatility) and one with a side effect (alerts).
-Every execution of every tool is written to an execution ledger (one line when it
-starts, one when it ends), and every alert to an alert ledger, so that ``smyth demo``
+Three read-only tools (quotes, news, volatility) and two with side effects: alerts,
+and sales, which above a size wait for a trader's approval. Every execution of every
+tool is written to an execution ledger (one line when it starts, one when it ends),
+every alert to an alert ledger and every sale to a trade ledger, so that ``smyth demo``
 and the tests can count exactly what ran, and how often, across worker crashes.
 
 The ledger files are this example's stand-in for the outside world: plain JSON lines,
@@ -25,16 +26,19 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
-from examples.market_monitor import EXECUTIONS_FILE, LEDGER_ENV
+from examples.market_monitor import EXECUTIONS_FILE, LEDGER_ENV, POSITION_SHARES, TRADES_FILE
 from smyth_temporal import tool, tool_context
 
 __all__ = [
+    "APPROVAL_ABOVE_SHARES",
     "AS_OF",
     "DEFAULT_LEDGER",
+    "SALE_APPROVAL_TIMEOUT",
     "VOLATILITY_SECONDS",
     "Alert",
     "Headline",
     "Quote",
+    "Trade",
     "Volatility",
     "alerts_path",
     "executions_path",
@@ -42,7 +46,9 @@ __all__ = [
     "get_quote",
     "get_volatility",
     "read_ledger",
+    "sell_position",
     "send_alert",
+    "trades_path",
 ]
 
 AS_OF = "2025-01-15T15:30:00Z"
@@ -53,6 +59,12 @@ DEFAULT_LEDGER = Path(".smyth/demo/alerts.jsonl")
 
 VOLATILITY_SECONDS = 1.5
 """How long ``get_volatility`` takes: long enough to kill a worker in the middle of it."""
+
+APPROVAL_ABOVE_SHARES = 1_000
+"""A sale of more shares than this waits for a trader's approval; smaller ones go through."""
+
+SALE_APPROVAL_TIMEOUT = timedelta(minutes=30)
+"""How long a sale waits for a decision: a price moves on, so an old request is dropped."""
 
 # symbol: (price, previous close, volume, 30-day standard deviation of daily returns in %)
 _MARKET: dict[str, tuple[float, float, int, float]] = {
@@ -123,6 +135,20 @@ class Alert(BaseModel):
     message: str
     status: Literal["sent", "already_sent"]
     """``already_sent`` when a retry of the same call found its alert already recorded."""
+
+
+class Trade(BaseModel):
+    """A sale as the broker recorded it."""
+
+    trade_id: str
+    """Derived from the call's idempotency key: the same call always gets the same id."""
+    symbol: str
+    quantity: int
+    price: float
+    proceeds: float
+    currency: str = "USD"
+    status: Literal["filled", "already_filled"]
+    """``already_filled`` when a retry of the same call found its sale already made."""
 
 
 @tool
@@ -205,6 +231,53 @@ async def send_alert(
         return alert
 
 
+def _large_sale(symbol: str, quantity: int) -> bool:
+    """Which sales need a trader's consent (evaluated in the workflow: deterministic)."""
+    return quantity > APPROVAL_ABOVE_SHARES
+
+
+# A sale cannot be taken back, so a large one waits for a person. Nobody answering
+# within SALE_APPROVAL_TIMEOUT means no: the model is told and the shares are kept.
+@tool(
+    effect="side_effect",
+    requires_approval=_large_sale,
+    approval_timeout=SALE_APPROVAL_TIMEOUT,
+    on_timeout="reject",
+)
+async def sell_position(symbol: str, quantity: int) -> Trade:
+    """Sell shares of a stock from the desk's position, at the market price.
+
+    Large sales wait for a trader's approval first.
+
+    Args:
+        symbol: The ticker symbol, e.g. ACME.
+        quantity: How many shares to sell, at most the desk's position.
+    """
+    key = tool_context().idempotency_key
+    with _execution("sell_position", symbol=symbol, quantity=quantity):
+        price, _, _, _ = _lookup(symbol)
+        if not 0 < quantity <= POSITION_SHARES:
+            raise ApplicationError(
+                f"cannot sell {quantity} shares of {symbol}: the desk holds {POSITION_SHARES:,}",
+                type="InvalidQuantity",
+                non_retryable=True,
+            )
+        trade = Trade(
+            trade_id=hashlib.sha256(key.encode()).hexdigest()[:12],
+            symbol=symbol,
+            quantity=quantity,
+            price=price,
+            proceeds=round(price * quantity, 2),
+            status="filled",
+        )
+        # As for alerts: a retry after a crash between the sale and the report carries
+        # the same key, and must find the sale made rather than sell a second time.
+        if any(entry.get("key") == key for entry in read_ledger(trades_path())):
+            return trade.model_copy(update={"status": "already_filled"})
+        _append(trades_path(), {"key": key, **trade.model_dump(exclude={"status"})})
+        return trade
+
+
 def alerts_path() -> Path:
     """The alert ledger: ``$SMYTH_DEMO_LEDGER``, or ``.smyth/demo/alerts.jsonl``."""
     return Path(os.environ.get(LEDGER_ENV) or DEFAULT_LEDGER)
@@ -213,6 +286,11 @@ def alerts_path() -> Path:
 def executions_path() -> Path:
     """The execution ledger: ``executions.jsonl`` beside the alert ledger."""
     return alerts_path().with_name(EXECUTIONS_FILE)
+
+
+def trades_path() -> Path:
+    """The trade ledger: ``trades.jsonl`` beside the alert ledger."""
+    return alerts_path().with_name(TRADES_FILE)
 
 
 def read_ledger(path: Path) -> list[dict[str, Any]]:
