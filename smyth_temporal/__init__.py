@@ -13,6 +13,7 @@ Layers, top to bottom (imports only go downward):
 - ``SmythPlugin`` wires them into a Temporal client and its workers.
 """
 
+from smyth_temporal._memory_client import MemoryClient
 from smyth_temporal.agent import (
     AgentConfig,
     AgentInput,
@@ -40,6 +41,7 @@ from smyth_temporal.exceptions import (
     UnknownAgentError,
     UserError,
 )
+from smyth_temporal.memory import MemoryHit, MemoryRecord
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
 from smyth_temporal.tools import Tool, ToolContext, ToolEffect, tool, tool_context
@@ -62,6 +64,9 @@ __all__ = [
     "ClientError",
     "ConfigurationError",
     "InvalidDecisionError",
+    "MemoryClient",
+    "MemoryHit",
+    "MemoryRecord",
     "Message",
     "ModelError",
     "ModelHTTPError",

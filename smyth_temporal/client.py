@@ -21,6 +21,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal._memory_client import MemoryClient
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
     PENDING_APPROVALS_MEMO,
@@ -115,6 +116,11 @@ class AgentClient:
         settings = settings or Settings.load()
         client = await connect_client(settings, plugins=[SmythPlugin(), *plugins])
         return cls(client, task_queue=settings.task_queue)
+
+    @property
+    def memory(self) -> MemoryClient:
+        """Search, list, forget and undo runs in long-term memory."""
+        return MemoryClient(self)
 
     async def start(
         self,

@@ -13,6 +13,10 @@ from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from smyth_temporal.agent.workflow import AgentWorkflow
+from smyth_temporal.memory._activities import MemoryActivities
+from smyth_temporal.memory._admin import MemoryAdmin
+from smyth_temporal.memory._defaults import default_memory
+from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._activity import ModelActivities
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.tools._activity import tool_activities
@@ -61,6 +65,7 @@ class SmythPlugin(SimplePlugin):
         *,
         model: ModelProvider | Mapping[str, ModelProvider] | None = None,
         tools: Sequence[Tool] = (),
+        memory: MemoryManager | None = None,
         sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
     ) -> None:
         """Create the plugin.
@@ -72,6 +77,10 @@ class SmythPlugin(SimplePlugin):
                 built when a worker starts. Clients need none.
             tools: Tools to register besides those of the agents' configs (tools an
                 agent offers only in some turns, for example).
+            memory: Long-term memory for agents with a ``memory_namespace``. Default,
+                built when a worker has such agents: a Qdrant server if ``QDRANT_URL``
+                is set, else Qdrant Edge under ``.smyth/memory``, with the embedder
+                named by ``SMYTH_EMBEDDER`` (offline hashing by default).
             sticky_queue_timeout: See ``DEFAULT_STICKY_QUEUE_TIMEOUT``; it replaces
                 Temporal's default only, so a value passed to ``Worker`` wins; ``None``
                 keeps Temporal's default.
@@ -83,6 +92,7 @@ class SmythPlugin(SimplePlugin):
         )
         self._model = model
         self._tools = tuple(tools)
+        self._memory = memory
         self._sticky_queue_timeout = sticky_queue_timeout
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
@@ -97,6 +107,12 @@ class SmythPlugin(SimplePlugin):
         activities: list[Callable[..., Any]] = list(config.get("activities") or ())
         activities += tool_activities(tools)
         activities.append(ModelActivities(self._provider()).complete)
+        if self._memory is not None or any(a.config.memory_namespace for a in agents):
+            if self._memory is None:
+                self._memory = default_memory()
+            activities += MemoryActivities(self._memory).all()
+            # Clients reach memory through this workflow (see MemoryAdmin).
+            config["workflows"] = [*config.get("workflows", ()), MemoryAdmin]
         config["activities"] = activities
         # Only replace Temporal's default: a value the user passed to Worker() wins.
         current = config.get("sticky_queue_schedule_to_start_timeout")

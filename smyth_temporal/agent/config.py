@@ -73,6 +73,17 @@ class AgentConfig:
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"
     """What happens at an approval deadline, unless the tool says otherwise."""
+    memory_namespace: str | None = None
+    """Long-term memory shared by every agent given the same namespace (``None``: off).
+    The tenant always comes from ``AgentInput.tenant``."""
+    memory_tools: bool = True
+    """Offer the model the built-in ``remember`` and ``recall`` tools."""
+    memory_recall_k: int = 5
+    """Memories recalled into the prompt before the first turn (0: none)."""
+    memory_episodes: bool = True
+    """Store an ``episode`` record (task, outcome, key tool results) when a run ends."""
+    memory_timeout: timedelta = timedelta(minutes=1)
+    """Start-to-close timeout of one memory activity."""
     search_attributes: bool = True
     """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
     so waiting agents can be listed across runs (the cluster must have them registered;
@@ -92,6 +103,13 @@ class AgentConfig:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigurationError(f"AgentConfig.tools has duplicate names: {duplicates}")
+        if self.memory_namespace is not None and self.memory_tools:
+            clash = sorted({"remember", "recall"} & set(names))
+            if clash:
+                raise ConfigurationError(
+                    f"tools {clash} clash with the built-in memory tools; "
+                    "rename them or set memory_tools=False"
+                )
 
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name``, if the agent has it."""

@@ -29,9 +29,31 @@ from smyth_temporal.agent.approvals import (
     check_decision,
 )
 from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.memory import (
+    BUILTIN_MEMORY_TOOLS,
+    REMEMBER_TOOL,
+    episode_text,
+    format_hits,
+    memory_block,
+)
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState, AgentStatus
 from smyth_temporal.exceptions import UserError
+from smyth_temporal.memory._types import (
+    MEMORY_ACTIVITY_FORGET,
+    MEMORY_ACTIVITY_RECALL,
+    MEMORY_ACTIVITY_REMEMBER,
+    MEMORY_ACTIVITY_SUPERSEDE,
+    ForgetRequest,
+    ForgetResult,
+    MemoryHit,
+    MemoryRecord,
+    MemoryScope,
+    Provenance,
+    RecallRequest,
+    RememberRequest,
+    SupersedeRequest,
+)
 from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResponse
 from smyth_temporal.tools._tool import Tool, ToolArgumentsError
 from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
@@ -64,6 +86,10 @@ class AgentWorkflow:
     - ``call_tool(call)``: run one tool call and return its result message (waiting
       for a person's decision first when the tool requires approval).
     - ``request_approval(call)``: record an approval request for a call.
+    - ``recall(query)``, ``remember(text)``, ``forget(ids)``, ``supersede(old_id, text)``:
+      long-term memory in the agent's tenant and ``config.memory_namespace``.
+    - ``load_memories()`` / ``record_episode(result)``: what ``run_agent`` does with
+      memory before the first turn and after the last.
     - ``finish(output)``: end the run with an ``AgentResult``.
 
     Every subclass answers the ``state`` query with an ``AgentState``, and takes
@@ -152,13 +178,19 @@ class AgentWorkflow:
             with its last text when ``config.max_steps`` turns did not suffice.
         """
         self.begin(input)
+        await self.load_memories()
+        result: AgentResult | None = None
         while self.step < self.config.max_steps:
             reply = await self.think()
             if not reply.tool_calls:
-                return self.finish(reply.content or "")
+                result = self.finish(reply.content or "")
+                break
             await self.act(reply.tool_calls)
-        self._log.warning("agent.max_steps", step=self.step)
-        return self.finish(self.last_text(), status="max_steps")
+        if result is None:
+            self._log.warning("agent.max_steps", step=self.step)
+            result = self.finish(self.last_text(), status="max_steps")
+        await self.record_episode(result)
+        return result
 
     # -- building blocks -----------------------------------------------------------
 
@@ -187,7 +219,7 @@ class AgentWorkflow:
         """Take one model turn: send the prompt, append and return the assistant message.
 
         Args:
-            tools: The tools offered this turn (default: all of ``config.tools``).
+            tools: The tools offered this turn (default: ``self.tools``).
 
         Returns:
             The assistant message; its ``tool_calls`` are not run yet (see ``act``).
@@ -197,7 +229,7 @@ class AgentWorkflow:
                 retries used up); the run fails with this message.
         """
         config = self.config
-        offered = config.tools if tools is None else tools
+        offered = self.tools if tools is None else tools
         request = ModelRequest(
             model=config.model,
             messages=self.prompt(),
@@ -259,7 +291,7 @@ class AgentWorkflow:
         results: list[Message] = []
         batch: list[ToolCall] = []
         for call in calls:
-            spec = self.config.tool(call.name)
+            spec = self._tool(call.name)
             if spec is not None and spec.read_only:
                 batch.append(call)
                 continue
@@ -278,14 +310,16 @@ class AgentWorkflow:
         still fails after its retries) becomes the result, so the model can correct
         itself; the run goes on.
         """
-        spec = self.config.tool(call.name)
+        spec = self._tool(call.name)
         if spec is None:
-            known = ", ".join(t.name for t in self.config.tools) or "none"
+            known = ", ".join(t.name for t in self.tools) or "none"
             return self._tool_error(call, f"unknown tool '{call.name}'. Available tools: {known}.")
         try:
             arguments = spec.validate_arguments(call.arguments)
         except ToolArgumentsError as exc:
             return self._tool_error(call, str(exc))
+        if spec in BUILTIN_MEMORY_TOOLS:
+            return await self._call_memory_tool(call, spec, arguments)
         request = self.request_approval(call)
         if request is not None:
             await self._await_decision(request)
@@ -324,6 +358,121 @@ class AgentWorkflow:
             del self._pending[call.id]
         self._log.info("agent.tool_result", step=self.step, tool=call.name, call_id=call.id)
         return Message.tool_result(call, outcome.content, step=self.step)
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools the model is offered.
+
+        ``config.tools``, plus ``remember`` and ``recall`` when the agent has memory.
+        """
+        config = self.config
+        builtins = BUILTIN_MEMORY_TOOLS if config.memory_namespace and config.memory_tools else ()
+        return [*config.tools, *builtins]
+
+    # -- memory --------------------------------------------------------------------
+
+    @property
+    def memory_scope(self) -> MemoryScope:
+        """The tenant (from the input) and namespace (from the config) of memory."""
+        namespace = self.config.memory_namespace
+        if namespace is None:
+            raise UserError(
+                f"{type(self).__name__} has no memory: set AgentConfig.memory_namespace"
+            )
+        return MemoryScope(tenant=self.input.tenant, namespace=namespace)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        kinds: Sequence[str] | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> list[MemoryHit]:
+        """Search long-term memory for ``query`` (in the agent's tenant and namespace)."""
+        request = RecallRequest(
+            scope=self.memory_scope,
+            query=query,
+            k=k or self.config.memory_recall_k or 5,
+            kinds=list(kinds) if kinds else None,
+            include_expired=include_expired,
+            include_superseded=include_superseded,
+            now=workflow.now(),
+        )
+        hits: list[MemoryHit] = await self._memory_activity(
+            MEMORY_ACTIVITY_RECALL, request, list[MemoryHit], "recall"
+        )
+        return hits
+
+    async def remember(
+        self,
+        text: str | Sequence[str],
+        *,
+        kind: str = "fact",
+        expires_in: timedelta | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Store one or more memories; idempotent (a retry or replay stores nothing twice)."""
+        now = workflow.now()
+        request = RememberRequest(
+            scope=self.memory_scope,
+            texts=[text] if isinstance(text, str) else list(text),
+            kind=kind,
+            provenance=self._provenance(),
+            created_at=now,
+            expires_at=now + expires_in if expires_in else None,
+            metadata=dict(metadata or {}),
+        )
+        records: list[MemoryRecord] = await self._memory_activity(
+            MEMORY_ACTIVITY_REMEMBER, request, list[MemoryRecord], f"remember {kind}"
+        )
+        return records
+
+    async def forget(self, ids: Sequence[str]) -> int:
+        """Delete memories of the agent's scope by id; returns how many."""
+        request = ForgetRequest(scope=self.memory_scope, ids=list(ids))
+        result: ForgetResult = await self._memory_activity(
+            MEMORY_ACTIVITY_FORGET, request, ForgetResult, "forget"
+        )
+        return result.count
+
+    async def supersede(self, old_id: str, text: str) -> MemoryRecord:
+        """Replace memory ``old_id`` with a newer text (the old one is kept for audit)."""
+        request = SupersedeRequest(
+            scope=self.memory_scope,
+            old_id=old_id,
+            text=text,
+            provenance=self._provenance(),
+            created_at=workflow.now(),
+        )
+        record: MemoryRecord = await self._memory_activity(
+            MEMORY_ACTIVITY_SUPERSEDE, request, MemoryRecord, "supersede"
+        )
+        return record
+
+    async def load_memories(self) -> list[MemoryHit]:
+        """Recall what is relevant to the task and put it into the prompt.
+
+        Does nothing for agents without memory. The memories go in as a delimited
+        system message, with their ids, just before the task.
+        """
+        if not self.config.memory_namespace or self.config.memory_recall_k <= 0:
+            return []
+        hits = await self.recall(self.input.prompt)
+        if hits:
+            task = max(i for i, m in enumerate(self.messages) if m.role == "user")
+            self.messages.insert(task, memory_block(hits))
+        return hits
+
+    async def record_episode(self, result: AgentResult) -> None:
+        """Store an ``episode`` memory of the run (task, outcome, key tool results)."""
+        if not self.config.memory_namespace or not self.config.memory_episodes:
+            return
+        text = episode_text(
+            self.input.prompt, result.status, result.steps, result.output, self.messages
+        )
+        await self.remember(text, kind="episode")
 
     def request_approval(
         self, call: ToolCall, *, reason: str | None = None
@@ -407,6 +556,44 @@ class AgentWorkflow:
             return [await self.call_tool(call) for call in calls]
         # gather keeps the order of its arguments and schedules deterministically.
         return list(await asyncio.gather(*(self.call_tool(call) for call in calls)))
+
+    def _tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def _provenance(self) -> Provenance:
+        info = workflow.info()
+        return Provenance(
+            agent=info.workflow_type,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            step=self.step,
+        )
+
+    async def _memory_activity(
+        self, name: str, request: Any, result_type: Any, summary: str
+    ) -> Any:
+        return await workflow.execute_activity(
+            name,
+            request,
+            result_type=result_type,
+            start_to_close_timeout=self.config.memory_timeout,
+            summary=summary,
+        )
+
+    async def _call_memory_tool(
+        self, call: ToolCall, spec: Tool, arguments: dict[str, Any]
+    ) -> Message:
+        self.usage = self.usage + Usage(tool_calls=1)
+        try:
+            if spec is REMEMBER_TOOL:
+                [record] = await self.remember(arguments["text"], kind=arguments["kind"])
+                content = f"Remembered as [{record.id}]."
+            else:
+                hits = await self.recall(arguments["query"], k=max(1, min(arguments["k"], 20)))
+                content = format_hits(hits) or "No memories match."
+        except ActivityError as exc:
+            return self._tool_error(call, f"memory failed: {exc.cause or exc}")
+        return Message.tool_result(call, content, step=self.step)
 
     async def _await_decision(self, request: ApprovalRequest) -> None:
         if request.status != "pending":

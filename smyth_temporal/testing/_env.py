@@ -23,6 +23,7 @@ from temporalio.worker import Worker
 from smyth_temporal.agent.approvals import SEARCH_ATTRIBUTES
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.tools._tool import Tool
@@ -136,6 +137,7 @@ def agent_worker(
     model: ModelProvider | Mapping[str, ModelProvider],
     task_queue: str,
     tools: Sequence[Tool] = (),
+    memory: MemoryManager | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for ``agents`` that answers model calls with ``model``.
@@ -148,6 +150,6 @@ def agent_worker(
     worker_client = Client(
         client.service_client,
         namespace=client.namespace,
-        plugins=[SmythPlugin(model=model, tools=tools)],
+        plugins=[SmythPlugin(model=model, tools=tools, memory=memory)],
     )
     return Worker(worker_client, task_queue=task_queue, workflows=list(agents), **options)

@@ -1,0 +1,84 @@
+"""The memory activities: workflow code reaches memory only through these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from smyth_temporal.memory._manager import MemoryManager
+from smyth_temporal.memory._types import (
+    MEMORY_ACTIVITY_FORGET,
+    MEMORY_ACTIVITY_LIST,
+    MEMORY_ACTIVITY_RECALL,
+    MEMORY_ACTIVITY_REMEMBER,
+    MEMORY_ACTIVITY_SUPERSEDE,
+    MEMORY_ACTIVITY_UNDO_RUN,
+    ForgetRequest,
+    ForgetResult,
+    ListRequest,
+    MemoryHit,
+    MemoryRecord,
+    RecallRequest,
+    RememberRequest,
+    SupersedeRequest,
+    UndoRunRequest,
+)
+
+__all__ = ["MemoryActivities"]
+
+
+class MemoryActivities:
+    """Holds the worker's ``MemoryManager`` and serves the memory activities.
+
+    Added in 0.1.0.
+    """
+
+    def __init__(self, manager: MemoryManager) -> None:
+        self.manager = manager
+
+    @activity.defn(name=MEMORY_ACTIVITY_REMEMBER)
+    async def remember(self, request: RememberRequest) -> list[MemoryRecord]:
+        """Store memories (idempotent)."""
+        return await self.manager.remember(request)
+
+    @activity.defn(name=MEMORY_ACTIVITY_RECALL)
+    async def recall(self, request: RecallRequest) -> list[MemoryHit]:
+        """Search memories."""
+        return await self.manager.recall(request)
+
+    @activity.defn(name=MEMORY_ACTIVITY_LIST)
+    async def list_memories(self, request: ListRequest) -> list[MemoryRecord]:
+        """List memories, newest first."""
+        return await self.manager.list(request)
+
+    @activity.defn(name=MEMORY_ACTIVITY_FORGET)
+    async def forget(self, request: ForgetRequest) -> ForgetResult:
+        """Delete memories."""
+        return ForgetResult(count=await self.manager.forget(request))
+
+    @activity.defn(name=MEMORY_ACTIVITY_SUPERSEDE)
+    async def supersede(self, request: SupersedeRequest) -> MemoryRecord:
+        """Replace a memory by a newer one."""
+        try:
+            return await self.manager.supersede(request)
+        except KeyError as exc:
+            raise ApplicationError(str(exc), type="MemoryNotFound", non_retryable=True) from exc
+
+    @activity.defn(name=MEMORY_ACTIVITY_UNDO_RUN)
+    async def undo_run(self, request: UndoRunRequest) -> ForgetResult:
+        """Delete every memory a workflow wrote."""
+        return ForgetResult(count=await self.manager.undo_run(request))
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity, for a worker's ``activities=``."""
+        return [
+            self.remember,
+            self.recall,
+            self.list_memories,
+            self.forget,
+            self.supersede,
+            self.undo_run,
+        ]

@@ -1,0 +1,139 @@
+"""The storage interface behind memory, and the filters it understands.
+
+Two real Qdrant backends implement it: Qdrant Edge in-process (the embedded default)
+and a Qdrant server through ``qdrant-client``. The filter language is the small
+subset of Qdrant's that memory needs, so both translate it one to one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "INDEXED_FIELDS",
+    "NEVER",
+    "Condition",
+    "Match",
+    "MatchAny",
+    "MemoryStore",
+    "Range",
+    "StoreFilter",
+    "StoredPoint",
+]
+
+NEVER = 1e18
+"""``expires_at_ts`` of a memory that never expires: one range condition then says
+"not expired", on every backend."""
+
+INDEXED_FIELDS: dict[str, str] = {
+    "tenant": "keyword",
+    "namespace": "keyword",
+    "agent": "keyword",
+    "kind": "keyword",
+    "workflow_id": "keyword",
+    "run_id": "keyword",
+    "expires_at_ts": "float",
+    "created_at_ts": "float",
+    "superseded": "bool",
+}
+"""Payload fields every query filters by, with their index type."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """``key`` equals ``value``."""
+
+    key: str
+    value: str | int | bool
+
+
+@dataclass(frozen=True)
+class MatchAny:
+    """``key`` equals one of ``values``."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """``key`` within the given bounds."""
+
+    key: str
+    gt: float | None = None
+    gte: float | None = None
+    lt: float | None = None
+    lte: float | None = None
+
+
+Condition = Match | MatchAny | Range
+
+
+@dataclass(frozen=True)
+class StoreFilter:
+    """All of ``must``, none of ``must_not``."""
+
+    must: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """A point as stored: id (a UUID string), payload, and the vector when written."""
+
+    id: str
+    payload: dict[str, Any]
+    vector: Sequence[float] | None = field(default=None, repr=False)
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """A Qdrant collection store (async).
+
+    Implementations must be safe to call concurrently from one event loop.
+
+    Added in 0.1.0.
+    """
+
+    async def ensure_collection(self, name: str, dimension: int) -> None:
+        """Create the collection unless it exists.
+
+        Cosine distance, with payload indexes on ``INDEXED_FIELDS``.
+        """
+        ...
+
+    async def upsert(self, collection: str, points: Sequence[StoredPoint]) -> None:
+        """Insert or replace points (every point has a vector)."""
+        ...
+
+    async def retrieve(self, collection: str, ids: Sequence[str]) -> list[StoredPoint]:
+        """The points with these ids that exist (payload only), in no set order."""
+        ...
+
+    async def search(
+        self, collection: str, vector: Sequence[float], filter: StoreFilter, limit: int
+    ) -> list[tuple[StoredPoint, float]]:
+        """The ``limit`` nearest points that match ``filter``, best first, with scores."""
+        ...
+
+    async def scroll(
+        self, collection: str, filter: StoreFilter, limit: int | None = None
+    ) -> list[StoredPoint]:
+        """Every point that matches ``filter`` (up to ``limit``; payload only)."""
+        ...
+
+    async def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete points by id (missing ids are ignored)."""
+        ...
+
+    async def set_payload(
+        self, collection: str, ids: Sequence[str], payload: dict[str, Any]
+    ) -> None:
+        """Merge ``payload`` into these points' payloads."""
+        ...
+
+    async def close(self) -> None:
+        """Release files and connections."""
+        ...

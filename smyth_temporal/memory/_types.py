@@ -1,0 +1,190 @@
+"""Memory records and the requests that cross the activity boundary (pure data).
+
+Memory is knowledge shared across runs; the run's execution state stays in Temporal
+history. Workflow code imports only this module of the memory package.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "MEMORY_ACTIVITY_FORGET",
+    "MEMORY_ACTIVITY_LIST",
+    "MEMORY_ACTIVITY_RECALL",
+    "MEMORY_ACTIVITY_REMEMBER",
+    "MEMORY_ACTIVITY_SUPERSEDE",
+    "MEMORY_ACTIVITY_UNDO_RUN",
+    "ForgetRequest",
+    "ForgetResult",
+    "ListRequest",
+    "MemoryHit",
+    "MemoryRecord",
+    "MemoryScope",
+    "Provenance",
+    "RecallRequest",
+    "RememberRequest",
+    "SupersedeRequest",
+    "UndoRunRequest",
+    "memory_id",
+]
+
+MEMORY_ACTIVITY_REMEMBER = "smyth.memory.remember"
+MEMORY_ACTIVITY_RECALL = "smyth.memory.recall"
+MEMORY_ACTIVITY_FORGET = "smyth.memory.forget"
+MEMORY_ACTIVITY_SUPERSEDE = "smyth.memory.supersede"
+MEMORY_ACTIVITY_UNDO_RUN = "smyth.memory.undo_run"
+MEMORY_ACTIVITY_LIST = "smyth.memory.list"
+
+_ID_NAMESPACE = uuid.UUID("6b1f2a56-3c1e-4f7e-9a57-2d4a8c9e0b11")
+
+
+class MemoryScope(BaseModel):
+    """Where a memory lives: every read and write is confined to one scope.
+
+    The tenant comes from the agent's input, never from the model or a tool.
+    """
+
+    tenant: str = Field(min_length=1)
+    """Whose memory it is."""
+    namespace: str = Field(min_length=1)
+    """Which body of knowledge; agents given the same namespace share it."""
+
+
+class Provenance(BaseModel):
+    """Which agent run wrote a memory, and when in the run."""
+
+    agent: str = ""
+    """The agent's workflow type name."""
+    workflow_id: str = ""
+    """The agent's workflow id."""
+    run_id: str = ""
+    """The run id (changes at continue-as-new)."""
+    step: int = 0
+    """The agent step."""
+
+
+class MemoryRecord(BaseModel):
+    """One memory.
+
+    Added in 0.1.0.
+    """
+
+    id: str
+    """Derived from scope, kind and text (see ``memory_id``): a retry, a replay or an
+    exact duplicate lands on the same id."""
+    text: str
+    """What is remembered."""
+    kind: str = "fact"
+    """``fact``, ``episode``, ``preference``, ``note``, ``transcript``, or your own."""
+    scope: MemoryScope
+    """Tenant and namespace."""
+    provenance: Provenance = Field(default_factory=Provenance)
+    """Who wrote it."""
+    created_at: datetime
+    """When it was first written."""
+    expires_at: datetime | None = None
+    """After this it is no longer recalled (kept until forgotten)."""
+    superseded_by: str | None = None
+    """The id of the memory that replaced it (kept for audit, no longer recalled)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form data."""
+
+
+class MemoryHit(BaseModel):
+    """A recalled memory and how well it matches the query."""
+
+    record: MemoryRecord
+    """The memory."""
+    score: float
+    """Similarity to the query (cosine; higher is closer)."""
+
+
+def memory_id(scope: MemoryScope, kind: str, text: str) -> str:
+    """The id of a memory: the same scope, kind and text always give the same id.
+
+    That is what makes ``remember`` idempotent across activity retries and replays,
+    and keeps exact duplicates from being stored twice.
+    """
+    key = "\x1f".join((scope.tenant, scope.namespace, kind, " ".join(text.split())))
+    return str(uuid.uuid5(_ID_NAMESPACE, key))
+
+
+class RememberRequest(BaseModel):
+    """Store memories (``smyth.memory.remember``)."""
+
+    scope: MemoryScope
+    texts: list[str]
+    kind: str = "fact"
+    provenance: Provenance = Field(default_factory=Provenance)
+    created_at: datetime
+    """Workflow time of the write, so a retry stores the same record."""
+    expires_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecallRequest(BaseModel):
+    """Search memories (``smyth.memory.recall``)."""
+
+    scope: MemoryScope
+    query: str
+    k: int = Field(default=5, ge=1, le=100)
+    kinds: list[str] | None = None
+    """Only these kinds."""
+    agent: str | None = None
+    """Only memories written by this agent."""
+    include_expired: bool = False
+    include_superseded: bool = False
+    now: datetime
+    """What counts as now for expiry (workflow time, for determinism of the request)."""
+
+
+class ListRequest(BaseModel):
+    """List memories, newest first (``smyth.memory.list``)."""
+
+    scope: MemoryScope
+    kinds: list[str] | None = None
+    workflow_id: str | None = None
+    limit: int = Field(default=50, ge=1, le=10_000)
+    include_superseded: bool = True
+
+
+class ForgetRequest(BaseModel):
+    """Delete memories by id, or every memory a filter matches (``smyth.memory.forget``)."""
+
+    scope: MemoryScope
+    ids: list[str] | None = None
+    kinds: list[str] | None = None
+
+
+class ForgetResult(BaseModel):
+    """How many memories an operation removed or changed."""
+
+    count: int
+
+
+class SupersedeRequest(BaseModel):
+    """Replace a memory with a newer one (``smyth.memory.supersede``)."""
+
+    scope: MemoryScope
+    old_id: str
+    text: str
+    kind: str | None = None
+    """Default: the old memory's kind."""
+    provenance: Provenance = Field(default_factory=Provenance)
+    created_at: datetime
+
+
+class UndoRunRequest(BaseModel):
+    """Remove every memory one workflow wrote (``smyth.memory.undo_run``)."""
+
+    scope: MemoryScope | None = None
+    """Only in this scope; ``None``: every scope of ``tenant``."""
+    tenant: str
+    workflow_id: str
+    run_id: str | None = None
+    """Only this run of the workflow."""
