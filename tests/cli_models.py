@@ -52,5 +52,29 @@ def trader() -> ScriptedModel:
     return ScriptedModel([_sell_orders, _echo_tool_results])
 
 
+def _prompt_fact(request: ModelRequest) -> str:
+    # "Remember: ACME reports on May 3" -> "ACME reports on May 3"; else the whole prompt.
+    prompt = next(m.content or "" for m in request.messages if m.role == "user")
+    found = re.search(r"remember:\s*(.+)", prompt, re.IGNORECASE)
+    return " ".join((found.group(1) if found else prompt).split())
+
+
+def _remember_fact(request: ModelRequest) -> ModelResponse:
+    return tool_call("remember", text=_prompt_fact(request), kind="fact")
+
+
+def _noted(request: ModelRequest) -> ModelResponse:
+    return reply(f"Noted: {_prompt_fact(request)}")
+
+
+def researcher() -> ScriptedModel:
+    """For ``tests.memory_agents:Researcher``: remember the prompt's fact, then say so.
+
+    The fact is what follows ``Remember:`` in the prompt (else the whole prompt), stored
+    with the built-in ``remember`` tool as a ``fact``; the run's episode is stored too.
+    """
+    return ScriptedModel([_remember_fact, _noted])
+
+
 not_a_provider = object()
 """Something that is not a model provider, for the error path."""

@@ -1,4 +1,4 @@
-"""How the CLI shows things: one-line errors, progress lines, state summaries, approvals.
+"""How the CLI shows things: errors, progress, state summaries, approvals, memories.
 
 Results go to stdout (so ``ID=$(smyth run ...)`` works); progress and errors go to
 stderr.
@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalRequest
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.agent.types import AgentState
 from smyth_temporal.client import PendingApproval
+from smyth_temporal.memory._types import MemoryHit, MemoryRecord
 
 __all__ = [
     "compact_json",
@@ -24,18 +25,26 @@ __all__ = [
     "format_deadline",
     "format_decided",
     "format_duration",
+    "format_hits",
+    "format_memories",
     "format_sent",
     "format_state",
     "format_usage",
     "last_tool",
     "one_line",
     "progress_line",
+    "short_id",
     "status",
 ]
 
 _CONTENT_WIDTH = 160
 _ARGUMENTS_WIDTH = 80
 _APPROVAL_ARGUMENTS_WIDTH = 60
+_MEMORY_TEXT_WIDTH = 80
+_WORKFLOW_ID_WIDTH = 40
+
+SHORT_ID_LENGTH = 8
+"""Characters of a memory id the tables show (``smyth memory forget`` takes them too)."""
 
 # Largest unit first: a duration is shown in its largest non-zero units.
 _DURATION_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
@@ -188,7 +197,12 @@ def format_approvals(pending: Sequence[PendingApproval], now: datetime) -> str:
         )
         for p in pending
     ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    return _table(rows)
+
+
+def _table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows (the header first) as aligned columns, two spaces apart."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
@@ -219,3 +233,53 @@ def format_sent(workflow_id: str, decision: ApprovalDecision) -> str:
     kind = "approval" if decision.approved else "rejection"
     target = decision.request_id or "the only pending request"
     return f"sent {kind} for {target} on {workflow_id} by {decision.by} (signal; not validated)"
+
+
+# -- memory -----------------------------------------------------------------------
+
+
+def short_id(memory_id: str) -> str:
+    """The first characters of a memory id, as tables show it."""
+    return memory_id[:SHORT_ID_LENGTH]
+
+
+def format_memories(records: Sequence[MemoryRecord], now: datetime) -> str:
+    """A table of memories: id (short), kind, created (UTC), agent, workflow, text (cut).
+
+    Args:
+        records: The memories, in the order to show them.
+        now: The current time (aware), to mark expired memories.
+    """
+    header = ("ID", "KIND", "CREATED", "AGENT", "WORKFLOW", "TEXT")
+    return _table([header] + [_memory_row(r, now) for r in records])
+
+
+def format_hits(hits: Sequence[MemoryHit], now: datetime) -> str:
+    """A table of search hits, best first: ``format_memories`` with a score column."""
+    header = ("SCORE", "ID", "KIND", "CREATED", "AGENT", "WORKFLOW", "TEXT")
+    return _table([header] + [(f"{h.score:.3f}", *_memory_row(h.record, now)) for h in hits])
+
+
+def _memory_row(record: MemoryRecord, now: datetime) -> tuple[str, ...]:
+    source = record.provenance
+    marks = []
+    if record.superseded_by:
+        marks.append(f"[superseded by {short_id(record.superseded_by)}]")
+    if record.expires_at is not None and record.expires_at <= now:
+        marks.append("[expired]")
+    text = " ".join([*marks, one_line(record.text)])
+    return (
+        short_id(record.id),
+        record.kind,
+        _utc_minute(record.created_at),
+        source.agent or "-",
+        one_line(source.workflow_id, _WORKFLOW_ID_WIDTH) or "-",
+        one_line(text, _MEMORY_TEXT_WIDTH),
+    )
+
+
+def _utc_minute(moment: datetime) -> str:
+    """``2025-05-03T14:02Z``: to the minute, in UTC (naive times are taken as UTC)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%MZ")

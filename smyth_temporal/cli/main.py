@@ -1,11 +1,15 @@
-"""The ``smyth`` command: agent runs, workers, a dev server and human approvals.
+"""The ``smyth`` command: agent runs, workers, a dev server, human approvals and memory.
 
-Subcommands: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``, and for
-approvals ``approvals``, ``approve`` and ``reject``.
+Subcommands: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``; for
+approvals ``approvals``, ``approve`` and ``reject``; for long-term memory ``memory
+search``, ``memory list``, ``memory forget`` and ``memory undo-run``.
 
 Every subcommand takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
-them); ``worker`` and ``run`` take ``--task-queue`` (``SMYTH_TASK_QUEUE``).
+them); ``worker``, ``run`` and the ``memory`` commands take ``--task-queue``
+(``SMYTH_TASK_QUEUE``). ``--namespace`` is always the Temporal namespace: the memory
+commands name the memory namespace (``AgentConfig.memory_namespace``) with
+``--memory-namespace``/``-m``.
 
 Failures the user can fix (nothing at the address, an unknown run id, an agent that
 cannot be imported, a missing API key, a decision the agent refuses) print one line,
@@ -29,8 +33,9 @@ import signal
 import socket
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -38,15 +43,17 @@ from typing import Any, TypeVar
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     WorkflowExecutionStatus,
+    WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import FailureError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from smyth_temporal import __version__
 from smyth_temporal._logging import configure_logging
+from smyth_temporal._memory_client import MemoryClient
 from smyth_temporal.agent.approvals import ApprovalDecision
 from smyth_temporal.agent.types import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.cli._devserver import (
@@ -61,11 +68,14 @@ from smyth_temporal.cli._output import (
     error_line,
     format_approvals,
     format_decided,
+    format_hits,
+    format_memories,
     format_sent,
     format_state,
     format_usage,
     one_line,
     progress_line,
+    short_id,
     status,
 )
 from smyth_temporal.client import AgentClient, agent_name
@@ -76,6 +86,12 @@ from smyth_temporal.exceptions import (
     SmythError,
     UnknownAgentError,
 )
+from smyth_temporal.memory._admin import (
+    MEMORY_ADMIN_WORKFLOW,
+    MemoryAdminRequest,
+    MemoryAdminResult,
+)
+from smyth_temporal.memory._types import MemoryRecord
 from smyth_temporal.settings import Settings
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
@@ -88,6 +104,7 @@ from smyth_temporal.worker import (
 
 __all__ = [
     "DECISION_TIMEOUT",
+    "MEMORY_TIMEOUT",
     "PICKUP_TIMEOUT",
     "PROGRESS_INTERVAL",
     "STATE_TIMEOUT",
@@ -120,6 +137,19 @@ DECISION_TIMEOUT = 30.0
 A decision is an update, which a worker must accept; with no worker for the agent,
 temporalio would wait forever.
 """
+
+MEMORY_TIMEOUT = 30.0
+"""Seconds a ``smyth memory`` command waits for a worker to do the operation.
+
+Each one runs a short admin workflow on the agents' task queue; if it has not ended
+by then it is terminated, so an operation the user gave up on never applies later.
+"""
+
+MAX_SEARCH_K = 100
+"""Most memories ``smyth memory search -k`` asks for (the recall request's bound)."""
+
+MAX_LIST_LIMIT = 10_000
+"""Most memories ``smyth memory list --limit`` asks for (the list request's bound)."""
 
 CORE_SETTLE_DELAY = 0.1
 """Seconds a command lets temporalio's core threads settle before exiting (see _settled)."""
@@ -196,7 +226,7 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Durable AI agents on Temporal: a dev server, workers, agent runs, "
-        "and human approvals.",
+        "human approvals and long-term memory.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -288,6 +318,7 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
     result.set_defaults(handler=_cmd_result)
 
     _add_approval_commands(commands)
+    _add_memory_commands(commands)
 
     demo_parser = commands.add_parser(
         "demo",
@@ -377,6 +408,176 @@ def _add_decision_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the decision as a signal and return at once; the agent checks it "
         "later and only logs it if it is invalid",
+    )
+
+
+_MEMORY_EPILOG = """\
+Memory lives on the workers (Qdrant Edge under SMYTH_MEMORY_PATH, default .smyth/memory,
+or the Qdrant server at QDRANT_URL). Each command runs one short workflow
+(smyth.memory.admin) on the agents' task queue, so a worker of an agent with memory
+(AgentConfig.memory_namespace) must be running there; the change is in its history.
+
+--namespace is the Temporal namespace, as on every smyth command. The memory namespace,
+the agents' AgentConfig.memory_namespace, is --memory-namespace (-m).
+
+examples:
+  smyth memory search "ACME earnings date" -m research --tenant acme
+  smyth memory list -m research --kind fact --json
+  smyth memory forget 1a2b3c4d -m research
+  smyth memory undo-run Researcher-3f9a2c1b --tenant acme
+"""
+
+
+class _EpilogFormatter(argparse.HelpFormatter):
+    """Help text: descriptions filled as usual, epilogs (examples) kept as written.
+
+    A text with line breaks is taken as laid out by hand; one without is filled.
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" not in text.strip():
+            return super()._fill_text(text, width, indent)
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
+def _add_memory_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add ``memory`` and its ``search``, ``list``, ``forget`` and ``undo-run``."""
+    memory = commands.add_parser(
+        "memory",
+        help="search, list and forget long-term memory; undo what a run wrote",
+        description="Long-term memory of agents with a memory_namespace, one tenant's "
+        "namespace at a time.",
+        epilog=_MEMORY_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    actions = memory.add_subparsers(dest="memory_command", required=True, metavar="COMMAND")
+
+    search = actions.add_parser(
+        "search",
+        help="the memories closest to a query",
+        description="Show the memories of a tenant's memory namespace closest to QUERY, "
+        "best first (expired and superseded ones left out unless asked for).",
+        epilog=_MEMORY_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_memory_options(search, namespace_required=True)
+    search.add_argument("query", metavar="QUERY", help="what to look for")
+    search.add_argument(
+        "-k",
+        type=_bounded(1, MAX_SEARCH_K),
+        default=5,
+        metavar="K",
+        help=f"how many memories at most (1-{MAX_SEARCH_K}; default: %(default)s)",
+    )
+    _add_kind_option(search)
+    search.add_argument(
+        "--include-expired", action="store_true", help="also memories past their expiry"
+    )
+    search.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also memories replaced by a newer one",
+    )
+    search.add_argument(
+        "--json", action="store_true", help="print a JSON list of {record, score} (MemoryHit)"
+    )
+    search.set_defaults(memory_handler=_memory_search)
+
+    listing = actions.add_parser(
+        "list",
+        help="a namespace's memories, newest first",
+        description="List the memories of a tenant's memory namespace, newest first, "
+        "superseded ones included (marked).",
+        epilog=_MEMORY_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_memory_options(listing, namespace_required=True)
+    _add_kind_option(listing)
+    listing.add_argument(
+        "--workflow",
+        dest="workflow_id",
+        metavar="ID",
+        help="only memories written by this workflow (an agent run's workflow id)",
+    )
+    listing.add_argument(
+        "--limit",
+        type=_bounded(1, MAX_LIST_LIMIT),
+        default=50,
+        metavar="N",
+        help=f"at most N memories (1-{MAX_LIST_LIMIT}; default: %(default)s)",
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON list of MemoryRecord")
+    listing.set_defaults(memory_handler=_memory_list)
+
+    forget = actions.add_parser(
+        "forget",
+        help="delete memories by id",
+        description="Delete memories by id, only within the tenant's memory namespace. An "
+        "ID may be the short id the tables show, if it names one memory there.",
+        epilog=_MEMORY_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_memory_options(forget, namespace_required=True)
+    forget.add_argument(
+        "ids",
+        nargs="+",
+        type=_non_empty,
+        metavar="ID",
+        help="a memory id, or its first characters",
+    )
+    forget.add_argument(
+        "--json", action="store_true", help='print {"count": N, "ids": [...]} as JSON'
+    )
+    forget.set_defaults(memory_handler=_memory_forget)
+
+    undo = actions.add_parser(
+        "undo-run",
+        help="delete every memory an agent run wrote",
+        description="Delete every memory a workflow (or one run of it, with --run) wrote "
+        "for the tenant: in every memory namespace, or only in --memory-namespace.",
+        epilog=_MEMORY_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_memory_options(undo, namespace_required=False)
+    undo.add_argument("workflow_id", metavar="WORKFLOW_ID", help="the agent run's workflow id")
+    undo.add_argument(
+        "--run", dest="run_id", metavar="RUN_ID", help="only this run of the workflow"
+    )
+    undo.add_argument("--json", action="store_true", help='print {"count": N} as JSON')
+    undo.set_defaults(memory_handler=_memory_undo_run)
+
+
+def _add_memory_options(parser: argparse.ArgumentParser, *, namespace_required: bool) -> None:
+    """Add what every ``memory`` command shares: connection, task queue, tenant, namespace."""
+    _add_common_options(parser, task_queue=True)
+    scope = parser.add_argument_group("memory scope")
+    scope.add_argument(
+        "--tenant",
+        type=_non_empty,
+        default="default",
+        help="whose memory (AgentInput.tenant; default: %(default)s)",
+    )
+    where = "" if namespace_required else "; default: every namespace of the tenant"
+    scope.add_argument(
+        "-m",
+        "--memory-namespace",
+        type=_non_empty,
+        required=namespace_required,
+        metavar="NAME",
+        help="the memory namespace: the agents' AgentConfig.memory_namespace (not "
+        f"--namespace, which is the Temporal namespace{where})",
+    )
+    parser.set_defaults(handler=_cmd_memory)
+
+
+def _add_kind_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kind",
+        dest="kinds",
+        action="append",
+        metavar="KIND",
+        help="only memories of this kind (fact, episode, preference, note, ...); repeat "
+        "for several",
     )
 
 
@@ -660,6 +861,262 @@ def _default_approver() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+MemoryHandler = Callable[[argparse.Namespace, MemoryClient], Coroutine[Any, Any, None]]
+
+_FULL_MEMORY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _cmd_memory(args: argparse.Namespace) -> int:
+    return _run_async(_memory(args))
+
+
+async def _memory(args: argparse.Namespace) -> int:
+    """The ``memory`` commands: check that a worker is there, then do the operation."""
+    settings = _settings(args)
+    agents = await AgentClient.connect(settings)
+    pollers = await agents.workers_polling()
+    if pollers == 0:
+        raise ClientError(
+            f"no worker polls task queue {settings.task_queue!r} (namespace "
+            f"{settings.namespace!r} at {settings.address}); memory lives on the workers: "
+            f"{_START_MEMORY_WORKER}"
+        )
+    handler: MemoryHandler = args.memory_handler
+    await handler(args, _CliMemoryClient(agents, pollers=pollers))
+    return EXIT_OK
+
+
+async def _memory_search(args: argparse.Namespace, memory: MemoryClient) -> None:
+    hits = await memory.search(
+        args.query,
+        tenant=args.tenant,
+        namespace=args.memory_namespace,
+        k=args.k,
+        kinds=args.kinds,
+        include_expired=args.include_expired,
+        include_superseded=args.include_superseded,
+    )
+    if args.json:
+        print(json.dumps([h.model_dump(mode="json") for h in hits], indent=2))
+    elif hits:
+        print(format_hits(hits, now=datetime.now(UTC)))
+    else:
+        print(f"no memories match ({_memory_scope(args)})")
+
+
+async def _memory_list(args: argparse.Namespace, memory: MemoryClient) -> None:
+    records = await memory.list_memories(
+        tenant=args.tenant,
+        namespace=args.memory_namespace,
+        kinds=args.kinds,
+        workflow_id=args.workflow_id,
+        limit=args.limit,
+    )
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in records], indent=2))
+    elif records:
+        print(format_memories(records, now=datetime.now(UTC)))
+    else:
+        print(f"no memories ({_memory_scope(args)})")
+
+
+async def _memory_forget(args: argparse.Namespace, memory: MemoryClient) -> None:
+    ids = await _resolve_memory_ids(args, memory)
+    count = await memory.forget(ids, tenant=args.tenant, namespace=args.memory_namespace)
+    if args.json:
+        print(json.dumps({"count": count, "ids": ids}))
+    else:
+        print(f"forgot {_memories(count)} ({_memory_scope(args)})")
+    if count < len(ids):
+        status(f"note: {len(ids) - count} of the {len(ids)} ids named no memory there")
+
+
+async def _memory_undo_run(args: argparse.Namespace, memory: MemoryClient) -> None:
+    count = await memory.undo_run(
+        args.workflow_id,
+        tenant=args.tenant,
+        namespace=args.memory_namespace,
+        run_id=args.run_id,
+    )
+    if args.json:
+        print(json.dumps({"count": count}))
+        return
+    run = f" (run {args.run_id})" if args.run_id else ""
+    print(f"removed {_memories(count)} written by {args.workflow_id}{run} ({_memory_scope(args)})")
+
+
+async def _resolve_memory_ids(args: argparse.Namespace, memory: MemoryClient) -> list[str]:
+    """Full ids as given; a shorter one becomes the one id of the namespace it starts.
+
+    Raises:
+        ClientError: A short id that starts no memory id, or several.
+    """
+    wanted = [i.strip().lower() for i in args.ids]
+    short = sorted({i for i in wanted if not _FULL_MEMORY_ID.fullmatch(i)})
+    if not short:
+        return list(dict.fromkeys(wanted))
+    known: list[MemoryRecord] = await memory.list_memories(
+        tenant=args.tenant, namespace=args.memory_namespace, limit=MAX_LIST_LIMIT
+    )
+    resolved: dict[str, str] = {}
+    for prefix in short:
+        matches = [r.id for r in known if r.id.startswith(prefix)]
+        if not matches:
+            raise ClientError(f"no memory id starts with {prefix!r} ({_memory_scope(args)})")
+        if len(matches) > 1:
+            shown = ", ".join(short_id(m) for m in matches[:5])
+            raise ClientError(
+                f"{len(matches)} memory ids start with {prefix!r} ({shown}, ...); "
+                "give more of the id"
+            )
+        resolved[prefix] = matches[0]
+    return list(dict.fromkeys(resolved.get(i, i) for i in wanted))
+
+
+def _memory_scope(args: argparse.Namespace) -> str:
+    """``tenant acme, memory namespace research`` (or ``every memory namespace``)."""
+    namespace = args.memory_namespace
+    where = f"memory namespace {namespace}" if namespace else "every memory namespace"
+    return f"tenant {args.tenant}, {where}"
+
+
+def _memories(count: int) -> str:
+    return f"{count} {'memory' if count == 1 else 'memories'}"
+
+
+_START_MEMORY_WORKER = (
+    "start a worker of an agent with memory (AgentConfig.memory_namespace) on it, "
+    "e.g. `smyth worker module:Class`"
+)
+
+
+class _CliMemoryClient(MemoryClient):
+    """A ``MemoryClient`` whose operations end with a clear error when no worker does them.
+
+    ``MemoryClient`` waits for the admin workflow forever; a command must not.
+    """
+
+    def __init__(self, agents: AgentClient, *, pollers: int) -> None:
+        super().__init__(agents)
+        self._pollers = pollers
+
+    async def _run(self, request: MemoryAdminRequest) -> MemoryAdminResult:
+        return await _run_memory_admin(self._agents, request, pollers=self._pollers)
+
+
+async def _run_memory_admin(
+    agents: AgentClient, request: MemoryAdminRequest, *, pollers: int
+) -> MemoryAdminResult:
+    """Run one memory admin workflow, terminating it if no worker does it in time.
+
+    A worker without memory fails its workflow task ("not registered") and Temporal
+    would retry it forever; a worker that takes it but cannot reach its store retries
+    the activity. Either way the run is terminated, so nothing applies later, and the
+    server's execution timeout ends it should this process die first.
+
+    Args:
+        agents: The client; its task queue is where the agents' workers poll.
+        request: The operation.
+        pollers: How many workers poll the queue. With one, a "not registered" failure
+            is final; with several, another worker (one with memory) may take the
+            retried task, so it gets until ``PICKUP_TIMEOUT``.
+
+    Raises:
+        ClientError: No worker with memory did the operation, or it failed.
+    """
+    task_queue = agents.task_queue
+    handle: WorkflowHandle[Any, MemoryAdminResult] = await agents.client.start_workflow(
+        MEMORY_ADMIN_WORKFLOW,
+        request,
+        id=f"smyth-memory-{uuid.uuid4().hex[:12]}",
+        task_queue=task_queue,
+        result_type=MemoryAdminResult,
+        execution_timeout=timedelta(seconds=PICKUP_TIMEOUT + 2 * MEMORY_TIMEOUT),
+    )
+    failures: list[str] = []
+    try:
+        async with asyncio.timeout(PICKUP_TIMEOUT):
+            taken = await _memory_pickup(handle, failures, alone=pollers <= 1)
+    except TimeoutError:
+        taken = False
+    if not taken:
+        if any(_is_unregistered(f) for f in failures):
+            reason = f"no worker on task queue {task_queue!r} has memory; {_START_MEMORY_WORKER}"
+        elif failures:
+            reason = f"the worker failed the memory operation: {failures[-1]}"
+        else:
+            reason = (
+                f"no worker took the memory operation within {PICKUP_TIMEOUT:g}s on task "
+                f"queue {task_queue!r}; is a worker of an agent with memory running?"
+            )
+        await _terminate(handle, reason)
+        raise ClientError(reason) from None
+    try:
+        async with asyncio.timeout(MEMORY_TIMEOUT):
+            return await handle.result()
+    except TimeoutError:
+        last = await _last_activity_failure(handle)
+        reason = (
+            f"the memory operation did not finish within {MEMORY_TIMEOUT:g}s"
+            + (f" (last error: {last})" if last else "")
+            + "; see the worker's log"
+        )
+        await _terminate(handle, reason)
+        raise ClientError(reason) from None
+    except WorkflowFailureError as exc:
+        cause = exc.cause or exc
+        while isinstance(cause, FailureError) and cause.cause is not None:
+            cause = cause.cause  # the activity's error, under "Activity task failed"
+        raise ClientError(f"the memory operation failed: {cause}") from exc
+
+
+async def _memory_pickup(
+    handle: WorkflowHandle[Any, MemoryAdminResult], failures: list[str], *, alone: bool
+) -> bool:
+    """Wait until a worker has completed the run's first workflow task (or it closed).
+
+    Args:
+        handle: The admin workflow.
+        failures: Where the messages of failed workflow tasks are appended.
+        alone: Only one worker polls: its "not registered" failure is final.
+
+    Returns:
+        Whether a worker took the run; ``False`` when the only worker has no memory.
+    """
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            return True
+        if event.event_type in _CLOSED_EVENTS:
+            return True
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            message = event.workflow_task_failed_event_attributes.failure.message
+            failures.append(one_line(message, 300))
+            if alone and _is_unregistered(message):
+                return False
+    return True
+
+
+async def _last_activity_failure(handle: WorkflowHandle[Any, Any]) -> str | None:
+    """The last failure of the run's pending activity, if it has been retrying."""
+    try:
+        description = await handle.describe()
+    except RPCError:
+        return None
+    for activity in description.raw_description.pending_activities:
+        if activity.HasField("last_failure"):
+            return one_line(activity.last_failure.message, 300)
+    return None
+
+
+async def _terminate(handle: WorkflowHandle[Any, Any], reason: str) -> None:
+    with contextlib.suppress(RPCError):
+        await handle.terminate(reason=reason)
+
+
+def _is_unregistered(message: str) -> bool:
+    return any(marker in message.lower() for marker in _UNREGISTERED_MARKERS)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     demo: ModuleType | BaseException | None = args.demo
     if not isinstance(demo, ModuleType):
@@ -721,7 +1178,7 @@ async def _confirm_pickup(
                 if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                     continue
                 message = event.workflow_task_failed_event_attributes.failure.message
-                if any(marker in message.lower() for marker in _UNREGISTERED_MARKERS):
+                if _is_unregistered(message):
                     reason = f"no worker serves agent {agent!r} on task queue {task_queue!r}"
                     with contextlib.suppress(RPCError):
                         await handle.terminate(reason=reason)
@@ -861,3 +1318,18 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {text}")
     return value
+
+
+def _bounded(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}: {text}")
+        return value
+
+    return parse
