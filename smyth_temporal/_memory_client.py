@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from temporalio.client import WorkflowFailureError
@@ -40,8 +40,10 @@ class MemoryClient:
     Added in 0.1.0.
     """
 
-    def __init__(self, agents: AgentClient) -> None:
+    def __init__(self, agents: AgentClient, *, timeout: timedelta = timedelta(minutes=2)) -> None:
         self._agents = agents
+        self.timeout = timeout
+        """How long one operation may take, waiting for a worker included."""
 
     async def search(
         self,
@@ -115,7 +117,12 @@ class MemoryClient:
                 id=f"smyth-memory-{uuid.uuid4().hex[:12]}",
                 task_queue=agents.task_queue,
                 result_type=MemoryAdminResult,
+                # Without a worker that has memory the run would wait forever.
+                execution_timeout=self.timeout,
             )
         except WorkflowFailureError as exc:
-            raise ClientError(f"memory operation failed: {exc.cause or exc}") from exc
+            raise ClientError(
+                f"memory operation failed: {exc.cause or exc} (a worker of an agent with "
+                f"memory must poll task queue {agents.task_queue!r})"
+            ) from exc
         return result
