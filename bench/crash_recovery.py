@@ -2,7 +2,7 @@
 
 From the repository root::
 
-    .venv/bin/python -m bench.crash_recovery [--reps 3] [--only hb5]
+    .venv/bin/python -m bench.crash_recovery [--reps 3] [--only hb5 sticky3]
 
 Each repetition: a worker process (``tests.worker_process``) runs a ``RecoveryProbe``
 agent; when the agent's step-2 lookup (a 2 s tool call) has started, the worker is
@@ -53,7 +53,8 @@ class Config:
 
 
 CONFIGS = {
-    "hb5": Config("SDK defaults: heartbeat 5 s, sticky 3 s", 5, 3),
+    "hb5": Config("SDK defaults: heartbeat 5 s, sticky 2 s", 5, 2),
+    "sticky3": Config("heartbeat 5 s, sticky 3 s", 5, 3),
     "hb2": Config("heartbeat 2 s, sticky 3 s", 2, 3),
     "hb15": Config("heartbeat 15 s, sticky 3 s", 15, 3),
     "hb30": Config("heartbeat 30 s, sticky 3 s", 30, 3),

@@ -7,17 +7,21 @@ How the engine behaves, as measured with qdrant-edge-py 0.9.0 (and why the code 
 is shaped the way it is):
 
 - Every call holds the GIL from start to end (queries, updates, ``flush``, and
-  ``optimize``, which builds the HNSW graph and can take seconds). Running a call in
-  a thread does not free the event loop, it only adds a thread hop, so calls run
-  inline. A filtered top-5 query takes about a millisecond; an upsert of 1,000
-  384-dimensional points about 20 ms, so big upserts and scrolls are cut into chunks
+  ``optimize``, which builds the HNSW graph and takes minutes at 100,000 points).
+  Running a call in a thread does not free the event loop, it only adds a thread
+  hop, so calls run inline. A filtered top-5 query takes well under a millisecond
+  at 10,000 points. Writing is dearer: converting a memory's payload into the
+  bindings costs about 45 us (more than the write itself), 1,000 memories about
+  100 ms, so upserts go in chunks of ``WRITE_CHUNK`` points, and scrolls in pages,
   with a yield to the event loop between them.
 - An update is in the write-ahead log (a memory-mapped file) when ``update`` returns:
   it survives the process being SIGKILLed and is replayed on the next load.
   ``flush`` makes the segments and the log durable on disk (``msync``/``fsync``), so
   only it protects against losing the machine; it also lets the log be truncated.
-  Writes flush when the last flush is older than ``flush_interval``; ``close``
-  always flushes.
+  Flushing holds the GIL for time that grows with what was written since the last
+  flush (about 250 ms after 35,000 points), so writes flush when the last flush is
+  older than ``flush_interval`` or ``FLUSH_AFTER_POINTS`` points ago, whichever
+  comes first; ``close`` always flushes.
 - Only one process may open a shard: the second fails to lock the log.
 - ``MatchValue(True)`` becomes the integer 1 in the bindings (``bool`` is an ``int``
   to Python) and then matches no boolean payload; a ``numpy.bool_`` is kept a bool.
@@ -58,13 +62,17 @@ from smyth_temporal.memory._store import (
 __all__ = ["EdgeStore"]
 
 WRITE_CHUNK = 64
-"""Points per ``update`` call: about 5 ms of held GIL at 384 dimensions."""
+"""Points per ``update`` call: about 5 ms of held GIL for memories of 384 dimensions."""
 
 SCROLL_PAGE = 256
 """Records per ``scroll`` call."""
 
 DEFAULT_FLUSH_INTERVAL = 5.0
 """Seconds a write may stay only in the write-ahead log (the Qdrant server's default)."""
+
+FLUSH_AFTER_POINTS = 2000
+"""Points written since the last flush that trigger one. Bounds a flush's stall: about
+15 ms at 20,000 points stored, 40 ms at 100,000 (a flush after one write: about 5 ms)."""
 
 _CONFIG_FILE = "edge_config.json"
 """Written by ``EdgeShard.create``: its presence means the directory holds a shard."""
@@ -107,6 +115,7 @@ class EdgeStore(MemoryStore):
         self._shards: dict[str, qe.EdgeShard] = {}
         self._dimensions: dict[str, int] = {}
         self._flushed_at: dict[str, float] = {}
+        self._unflushed: dict[str, int] = {}
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
         """Create the collection's shard, or open the existing one.
@@ -157,7 +166,7 @@ class EdgeStore(MemoryStore):
             chunk = [_to_edge_point(p) for p in points[start : start + WRITE_CHUNK]]
             with self._shard(collection) as shard:
                 shard.update(qe.UpdateOperation.upsert_points(chunk))
-                self._after_write(collection, shard)
+                self._after_write(collection, shard, len(chunk))
 
     async def retrieve(self, collection: str, ids: Sequence[str]) -> list[StoredPoint]:
         """The points with these ids that exist (payload only)."""
@@ -212,7 +221,7 @@ class EdgeStore(MemoryStore):
             return
         with self._shard(collection) as shard:
             shard.update(qe.UpdateOperation.delete_points(list(ids)))
-            self._after_write(collection, shard)
+            self._after_write(collection, shard, len(ids))
 
     async def set_payload(
         self, collection: str, ids: Sequence[str], payload: dict[str, Any]
@@ -226,27 +235,28 @@ class EdgeStore(MemoryStore):
         selection = qe.Filter(must=[qe.HasIdCondition(selected)])
         with self._shard(collection) as shard:
             shard.update(qe.UpdateOperation.set_payload_by_filter(selection, payload))
-            self._after_write(collection, shard)
+            self._after_write(collection, shard, len(ids))
 
     async def flush(self) -> None:
         """Make every write so far durable on disk (writes flush on their own too)."""
         with self._lock:
             for name, shard in self._shards.items():
-                shard.flush()
-                self._flushed_at[name] = time.monotonic()
+                self._flush(name, shard)
 
     async def optimize(self, collection: str) -> bool:
         """Merge segments, drop deleted points and build the HNSW index.
 
-        Blocks the process (GIL included) until done: seconds for tens of thousands
-        of points. For maintenance, not for the request path.
+        Blocks the whole process (GIL included) until done: on 2 cores 4 to 7 s at
+        10,000 points of 384 dimensions, 3 to 4 minutes at 100,000. For maintenance
+        with the workers stopped, never on a worker's event loop; scoped recall is
+        fast without it (see ``bench/README.md``).
 
         Returns:
             Whether anything was optimized.
         """
         with self._shard(collection) as shard:
             changed = shard.optimize()
-            shard.flush()
+            self._flush(collection, shard)
         return changed
 
     async def close(self) -> None:
@@ -254,6 +264,7 @@ class EdgeStore(MemoryStore):
         with self._lock:
             shards, self._shards = self._shards, {}
             self._flushed_at.clear()
+            self._unflushed.clear()
             errors: list[Exception] = []
             for shard in shards.values():
                 try:
@@ -287,8 +298,9 @@ class EdgeStore(MemoryStore):
         except Exception as error:
             if "WouldBlock" in str(error):
                 raise ConfigurationError(
-                    f"the memory store {self._directory(name)} is open in another process;"
-                    " Qdrant Edge allows one (set QDRANT_URL to share a Qdrant server)"
+                    f"the memory store {self._directory(name)} is already open (in another"
+                    " process, or another EdgeStore); Qdrant Edge allows one opener at a"
+                    " time (set QDRANT_URL to share a Qdrant server)"
                 ) from error
             if "incompatible" in str(error).lower():
                 raise ConfigurationError(
@@ -297,13 +309,19 @@ class EdgeStore(MemoryStore):
             raise
         self._shards[name] = shard
         self._flushed_at[name] = time.monotonic()
+        self._unflushed[name] = 0
         return shard
 
-    def _after_write(self, name: str, shard: qe.EdgeShard) -> None:
-        now = time.monotonic()
-        if now - self._flushed_at.get(name, 0.0) >= self.flush_interval:
-            shard.flush()
-            self._flushed_at[name] = time.monotonic()
+    def _after_write(self, name: str, shard: qe.EdgeShard, points: int) -> None:
+        self._unflushed[name] = self._unflushed.get(name, 0) + points
+        due = time.monotonic() - self._flushed_at.get(name, 0.0) >= self.flush_interval
+        if due or self._unflushed[name] >= FLUSH_AFTER_POINTS:
+            self._flush(name, shard)
+
+    def _flush(self, name: str, shard: qe.EdgeShard) -> None:
+        shard.flush()
+        self._flushed_at[name] = time.monotonic()
+        self._unflushed[name] = 0
 
     def _directory(self, name: str) -> Path:
         # The name becomes a directory: keep it one plain path component.

@@ -197,8 +197,13 @@ class MemoryManager:
         await self.store.close()
 
 
+def _scope_key(scope: MemoryScope) -> str:
+    return f"{scope.tenant}\x1f{scope.namespace}"
+
+
 def _scope_conditions(scope: MemoryScope) -> tuple[Condition, ...]:
-    return (Match("tenant", scope.tenant), Match("namespace", scope.namespace))
+    # The scope key narrows the search; the tenant condition is defence in depth.
+    return (Match("scope", _scope_key(scope)), Match("tenant", scope.tenant))
 
 
 def _in_scope(point: StoredPoint, scope: MemoryScope) -> bool:
@@ -216,6 +221,7 @@ def _to_payload(record: MemoryRecord) -> dict[str, Any]:
     return {
         "text": record.text,
         "kind": record.kind,
+        "scope": _scope_key(record.scope),
         "tenant": record.scope.tenant,
         "namespace": record.scope.namespace,
         "agent": record.provenance.agent,

@@ -49,9 +49,9 @@ class MemoryScope(BaseModel):
     The tenant comes from the agent's input, never from the model or a tool.
     """
 
-    tenant: str = Field(min_length=1)
+    tenant: str = Field(min_length=1, pattern=r"^[^\x1f]+$")
     """Whose memory it is."""
-    namespace: str = Field(min_length=1)
+    namespace: str = Field(min_length=1, pattern=r"^[^\x1f]+$")
     """Which body of knowledge; agents given the same namespace share it."""
 
 
