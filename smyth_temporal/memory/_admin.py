@@ -8,6 +8,7 @@ any server, and every administrative change is in history.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
@@ -30,6 +31,8 @@ from smyth_temporal.memory._types import (
 __all__ = ["MEMORY_ADMIN_WORKFLOW", "MemoryAdmin", "MemoryAdminRequest", "MemoryAdminResult"]
 
 MEMORY_ADMIN_WORKFLOW = "smyth.memory.admin"
+
+_TIMEOUT = timedelta(minutes=1)
 
 
 class MemoryAdminRequest(BaseModel):
@@ -56,37 +59,22 @@ class MemoryAdmin:
     @workflow.run
     async def run(self, request: MemoryAdminRequest) -> MemoryAdminResult:
         """Run the operation the request names."""
-        timeout = timedelta(minutes=1)
         if request.recall is not None:
-            hits = await workflow.execute_activity(
-                MEMORY_ACTIVITY_RECALL,
-                request.recall,
-                result_type=list[MemoryHit],
-                start_to_close_timeout=timeout,
-            )
+            hits = await _execute(MEMORY_ACTIVITY_RECALL, request.recall, list[MemoryHit])
             return MemoryAdminResult(hits=hits)
         if request.list is not None:
-            records = await workflow.execute_activity(
-                MEMORY_ACTIVITY_LIST,
-                request.list,
-                result_type=list[MemoryRecord],
-                start_to_close_timeout=timeout,
-            )
+            records = await _execute(MEMORY_ACTIVITY_LIST, request.list, list[MemoryRecord])
             return MemoryAdminResult(records=records)
         if request.forget is not None:
-            result = await workflow.execute_activity(
-                MEMORY_ACTIVITY_FORGET,
-                request.forget,
-                result_type=ForgetResult,
-                start_to_close_timeout=timeout,
-            )
-            return MemoryAdminResult(count=result.count)
+            done = await _execute(MEMORY_ACTIVITY_FORGET, request.forget, ForgetResult)
+            return MemoryAdminResult(count=done.count)
         if request.undo_run is not None:
-            result = await workflow.execute_activity(
-                MEMORY_ACTIVITY_UNDO_RUN,
-                request.undo_run,
-                result_type=ForgetResult,
-                start_to_close_timeout=timeout,
-            )
-            return MemoryAdminResult(count=result.count)
+            done = await _execute(MEMORY_ACTIVITY_UNDO_RUN, request.undo_run, ForgetResult)
+            return MemoryAdminResult(count=done.count)
         raise ApplicationError("the memory admin request names no operation", non_retryable=True)
+
+
+async def _execute(activity: str, request: BaseModel, result_type: Any) -> Any:
+    return await workflow.execute_activity(
+        activity, request, result_type=result_type, start_to_close_timeout=_TIMEOUT
+    )

@@ -345,10 +345,7 @@ def _index(field: str, kind: str) -> qe.PayloadSchemaType | qe.KeywordIndexParam
 
 
 def _to_edge_point(point: StoredPoint) -> qe.Point:
-    if point.vector is None:
-        raise ValueError(f"point {point.id} has no vector")
-    vector = point.vector if isinstance(point.vector, list) else list(point.vector)
-    return qe.Point(point.id, vector, point.payload)
+    return qe.Point(point.id, point.vector_list(), point.payload)
 
 
 def _to_edge_filter(filter: StoreFilter) -> qe.Filter | None:

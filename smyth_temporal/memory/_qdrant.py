@@ -210,10 +210,7 @@ def _index(field: str, kind: str) -> models.PayloadSchemaType | models.KeywordIn
 
 
 def _to_point_struct(point: StoredPoint) -> models.PointStruct:
-    if point.vector is None:
-        raise ValueError(f"point {point.id} has no vector")
-    vector = point.vector if isinstance(point.vector, list) else list(point.vector)
-    return models.PointStruct(id=point.id, vector=vector, payload=point.payload)
+    return models.PointStruct(id=point.id, vector=point.vector_list(), payload=point.payload)
 
 
 def _to_filter(filter: StoreFilter) -> models.Filter | None:

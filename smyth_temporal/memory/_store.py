@@ -93,6 +93,16 @@ class StoredPoint:
     payload: dict[str, Any]
     vector: Sequence[float] | None = field(default=None, repr=False)
 
+    def vector_list(self) -> list[float]:
+        """The vector as a list, as both Qdrant bindings take it.
+
+        Raises:
+            ValueError: The point has no vector (only points read back lack one).
+        """
+        if self.vector is None:
+            raise ValueError(f"point {self.id} has no vector")
+        return self.vector if isinstance(self.vector, list) else list(self.vector)
+
 
 @runtime_checkable
 class MemoryStore(Protocol):
