@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -21,6 +22,20 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         yield environment
     finally:
         await environment.shutdown()
+
+
+@pytest.fixture(scope="session")
+def address(env: WorkflowEnvironment) -> str:
+    """The test server's ``host:port``, for processes that connect on their own."""
+    return str(env.client.service_client.config.target_host)
+
+
+@pytest.fixture
+def reset_structlog() -> Iterator[None]:
+    """For tests that call the CLI's ``main()`` in-process: it points structlog at the
+    captured stderr, which closes after the test."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture

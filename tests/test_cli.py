@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import structlog
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -23,27 +22,16 @@ from smyth_temporal import AgentResult, AgentState, ServerUnavailableError
 from smyth_temporal.cli._devserver import ensure_dev_server, is_reachable
 from smyth_temporal.cli.main import main
 from smyth_temporal.testing import new_task_queue
+from tests.cli_support import (
+    PROCESS_TIMEOUT,
+    ROOT,
+    Outcome,
+    free_port,
+    spawn_worker,
+    stop_process,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PROCESS_TIMEOUT = 30.0
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    # main() points structlog at the captured stderr, which closes after the test.
-    yield
-    structlog.reset_defaults()
+pytestmark = pytest.mark.usefixtures("reset_structlog")
 
 
 Smyth = Callable[..., Awaitable[Outcome]]
@@ -61,18 +49,6 @@ async def smyth(capsys: pytest.CaptureFixture[str]) -> Smyth:
         return Outcome(code, captured.out, captured.err)
 
     return call
-
-
-@pytest.fixture(scope="session")
-def address(env: WorkflowEnvironment) -> str:
-    return str(env.client.service_client.config.target_host)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -128,26 +104,17 @@ def analyst_worker(
     """``smyth worker tests.agents:Analyst`` with a scripted model, as a real process."""
     task_queue = new_task_queue("smyth-cli")
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    process = spawn(
-        [
-            "smyth_temporal.cli",
-            "worker",
-            "tests.agents:Analyst",
-            "--model",
-            "tests.cli_models:scripted",
-            "--address",
-            address,
-            "--task-queue",
-            task_queue,
-        ],
-        log,
+    process = spawn_worker(
+        ["tests.agents:Analyst"],
+        model="tests.cli_models:scripted",
+        address=address,
+        task_queue=task_queue,
+        log=log,
     )
     try:
-        wait_for_text(log, "worker.ready", process)
         yield WorkerProcess(task_queue, process, log)
     finally:
-        if process.poll() is None:
-            stop(process, signal.SIGTERM)
+        stop_process(process)
 
 
 # -- errors ----------------------------------------------------------------------------

@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentState
@@ -41,22 +36,18 @@ from smyth_temporal.cli._output import (
 )
 from smyth_temporal.client import PendingApproval
 from smyth_temporal.testing import new_task_queue
-from tests.agents import LEDGER_ENV
+from tests.agents import LEDGER_ENV, read_ledger
+from tests.cli_support import (
+    Outcome,
+    assert_one_error_line,
+    run_smyth,
+    spawn_worker,
+    stop_process,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PROCESS_TIMEOUT = 30.0
 VISIBILITY_TIMEOUT = 10.0  # list queries are eventually consistent
 
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
+pytestmark = pytest.mark.usefixtures("reset_structlog")
 
 
 @dataclass
@@ -67,15 +58,7 @@ class TraderWorker:
 
     def smyth(self, *args: str, env: dict[str, str] | None = None) -> Outcome:
         """``smyth ARGS --address ...`` as a process."""
-        completed = subprocess.run(
-            [sys.executable, "-m", "smyth_temporal.cli", *args, "--address", self.address],
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            capture_output=True,
-            text=True,
-            timeout=PROCESS_TIMEOUT,
-        )
-        return Outcome(completed.returncode, completed.stdout, completed.stderr)
+        return run_smyth(*args, "--address", self.address, env=env)
 
     def start(self, prompt: str, *extra: str) -> str:
         """``smyth run Trader --prompt PROMPT``; the new run's workflow id."""
@@ -96,22 +79,7 @@ class TraderWorker:
 
     def executed(self, workflow_id: str) -> list[dict[str, Any]]:
         """The tool calls the worker ran for one run (from the ledger)."""
-        if not self.ledger.exists():
-            return []
-        entries = [json.loads(line) for line in self.ledger.read_text().splitlines()]
-        return [e for e in entries if e["key"].startswith(f"{workflow_id}/")]
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    # In-process main() points structlog at the captured stderr, which closes after the test.
-    yield
-    structlog.reset_defaults()
-
-
-@pytest.fixture(scope="module")
-def address(env: WorkflowEnvironment) -> str:
-    return str(env.client.service_client.config.target_host)
+        return [e for e in read_ledger(self.ledger) if e["key"].startswith(f"{workflow_id}/")]
 
 
 @pytest.fixture(scope="module")
@@ -120,42 +88,18 @@ def trader(address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[T
     task_queue = new_task_queue("smyth-cli-approvals")
     directory = tmp_path_factory.mktemp("trader")
     log, ledger = directory / "worker.log", directory / "ledger.jsonl"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", LEDGER_ENV: str(ledger)}
-    env.pop("OPENAI_API_KEY", None)
-    with log.open("wb") as stderr:  # the child keeps its own descriptor
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "smyth_temporal.cli",
-                "worker",
-                "tests.approval_agents:Trader",
-                "--model",
-                "tests.cli_models:trader",
-                "--address",
-                address,
-                "--task-queue",
-                task_queue,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    process = spawn_worker(
+        ["tests.approval_agents:Trader"],
+        model="tests.cli_models:trader",
+        address=address,
+        task_queue=task_queue,
+        log=log,
+        env={LEDGER_ENV: str(ledger)},
+    )
     try:
-        deadline = time.monotonic() + PROCESS_TIMEOUT
-        while "worker.ready" not in log.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the worker did not start: {log.read_text()}")
-            time.sleep(0.05)
         yield TraderWorker(address, task_queue, ledger)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=PROCESS_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 @pytest.fixture
@@ -189,15 +133,6 @@ def listed_soon(trader: TraderWorker, workflow_id: str) -> list[dict[str, Any]]:
     while not (found := listed(trader, workflow_id)) and time.monotonic() < deadline:
         time.sleep(0.2)
     return found
-
-
-def assert_one_error_line(outcome: Outcome, message: str) -> None:
-    """Exit 1, nothing on stdout, and exactly ``smyth: error: ...`` containing ``message``."""
-    assert outcome.code == 1, outcome
-    assert outcome.out == ""
-    assert len(outcome.error_lines) == 1, outcome.err  # no traceback
-    assert outcome.error_lines[0].startswith("smyth: error: "), outcome.err
-    assert message in outcome.error_lines[0], outcome.err
 
 
 # -- through the worker process ------------------------------------------------------

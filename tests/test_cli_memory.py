@@ -12,12 +12,8 @@ server. Tests share that worker's store; each uses a tenant of its own.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
@@ -37,27 +32,19 @@ from smyth_temporal.memory import MemoryHit, MemoryRecord, MemoryScope, Provenan
 from smyth_temporal.memory._admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.memory._types import memory_id
 from smyth_temporal.testing import new_task_queue
+from tests.cli_support import (
+    Outcome,
+    assert_one_error_line,
+    run_smyth,
+    spawn_worker,
+    stop_process,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-PROCESS_TIMEOUT = 60.0
+pytestmark = pytest.mark.usefixtures("reset_structlog")
+
 VISIBILITY_TIMEOUT = 10.0  # list queries are eventually consistent
 FACT = "ACME reports earnings on May 3"
 MEMORY = ("-m", "research")
-
-
-@dataclass
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.strip()]
-
-    def json(self) -> Any:
-        assert self.code == 0, self.err
-        return json.loads(self.out)
 
 
 @dataclass
@@ -68,23 +55,7 @@ class Worker:
 
     def smyth(self, *args: str) -> Outcome:
         """``smyth ARGS --address ... --task-queue ...`` as a process."""
-        completed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "smyth_temporal.cli",
-                *args,
-                "--address",
-                self.address,
-                "--task-queue",
-                self.task_queue,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=PROCESS_TIMEOUT,
-        )
-        return Outcome(completed.returncode, completed.stdout, completed.stderr)
+        return run_smyth(*args, "--address", self.address, "--task-queue", self.task_queue)
 
     def learn(self, fact: str, tenant: str) -> dict[str, Any]:
         """``smyth run Researcher --prompt 'Remember: FACT' --wait --json``: the summary."""
@@ -104,63 +75,23 @@ class Worker:
         return [MemoryRecord.model_validate(r) for r in listed.json()]
 
 
-def spawn_worker(
+def start_worker(
     address: str, directory: Path, agents: list[str], model: str, env: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], Worker]:
     """``smyth worker AGENTS --model MODEL`` on a new task queue; returns once it polls."""
     task_queue = new_task_queue("smyth-cli-memory")
     log = directory / "worker.log"
-    child_env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
-    for name in ("OPENAI_API_KEY", "SMYTH_EMBEDDER", "QDRANT_URL"):
-        if name not in env:
-            child_env.pop(name, None)
-    with log.open("wb") as stderr:  # the child keeps its own descriptor
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "smyth_temporal.cli", "worker", *agents),
-                *("--model", model, "--address", address, "--task-queue", task_queue),
-            ],
-            cwd=ROOT,
-            env=child_env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    deadline = time.monotonic() + PROCESS_TIMEOUT
-    while "worker.ready" not in log.read_text():
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_worker(process)
-            pytest.fail(f"the worker did not start: {log.read_text()}")
-        time.sleep(0.05)
+    process = spawn_worker(
+        agents, model=model, address=address, task_queue=task_queue, log=log, env=env
+    )
     return process, Worker(address, task_queue, log)
-
-
-def stop_worker(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=PROCESS_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-@pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    # In-process main() points structlog at the captured stderr, which closes after the test.
-    yield
-    structlog.reset_defaults()
-
-
-@pytest.fixture(scope="module")
-def address(env: WorkflowEnvironment) -> str:
-    return str(env.client.service_client.config.target_host)
 
 
 @pytest.fixture(scope="module")
 def researcher(address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
     """A worker of the memory agents, memory in Qdrant Edge under a temporary directory."""
     directory = tmp_path_factory.mktemp("memory-worker")
-    process, worker = spawn_worker(
+    process, worker = start_worker(
         address,
         directory,
         ["tests.memory_agents:Researcher", "tests.memory_agents:Reviewer"],
@@ -170,21 +101,12 @@ def researcher(address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     try:
         yield worker
     finally:
-        stop_worker(process)
+        stop_process(process)
 
 
 @pytest.fixture
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:8]}"
-
-
-def assert_one_error_line(outcome: Outcome, message: str) -> None:
-    """Exit 1, nothing on stdout, and exactly ``smyth: error: ...`` containing ``message``."""
-    assert outcome.code == 1, outcome
-    assert outcome.out == ""
-    assert len(outcome.error_lines) == 1, outcome.err  # no traceback
-    assert outcome.error_lines[0].startswith("smyth: error: "), outcome.err
-    assert message in outcome.error_lines[0], outcome.err
 
 
 def table(text: str) -> tuple[list[str], list[str]]:
@@ -391,7 +313,7 @@ def test_no_worker_on_the_task_queue(address: str, tmp_path: Path) -> None:
 async def test_a_worker_without_memory_is_named_and_nothing_is_left_running(
     env: WorkflowEnvironment, address: str, tmp_path: Path
 ) -> None:
-    process, trader = spawn_worker(
+    process, trader = start_worker(
         address, tmp_path, ["tests.approval_agents:Trader"], "tests.cli_models:trader", {}
     )
     try:
@@ -399,7 +321,7 @@ async def test_a_worker_without_memory_is_named_and_nothing_is_left_running(
         outcome = await asyncio.to_thread(trader.smyth, "memory", "list", *MEMORY)
         elapsed = time.monotonic() - started
     finally:
-        stop_worker(process)
+        stop_process(process)
     assert_one_error_line(
         outcome,
         f"no worker on task queue '{trader.task_queue}' has memory; start a worker of an "
@@ -421,7 +343,7 @@ async def test_a_worker_that_cannot_reach_its_store_times_out_with_the_error(
     with socket.socket() as sock:  # a port where nothing listens
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process, broken = spawn_worker(
+    process, broken = start_worker(
         address,
         tmp_path,
         ["tests.memory_agents:Researcher"],
@@ -438,7 +360,7 @@ async def test_a_worker_that_cannot_reach_its_store_times_out_with_the_error(
             ],
         )
     finally:
-        stop_worker(process)
+        stop_process(process)
     captured = capsys.readouterr()
     outcome = Outcome(code, captured.out, captured.err)
     assert_one_error_line(outcome, "the memory operation did not finish within 3s (last error: ")

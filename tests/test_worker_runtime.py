@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import structlog
 from structlog.testing import capture_logs
 from temporalio import workflow
 from temporalio.client import Client
@@ -31,6 +28,7 @@ from smyth_temporal.models import ModelRequest, ModelResponse, ModelRouter, Open
 from smyth_temporal.testing import ScriptedModel, new_task_queue, reply
 from smyth_temporal.worker import load_agent, load_agents, load_model_provider, run_worker
 from tests.agents import Analyst, Summarizer
+from tests.cli_support import free_port
 
 
 class Undecorated(Analyst):
@@ -73,21 +71,7 @@ scripted_instance = ScriptedModel([reply("hi")])
 routes = {"test-*": scripted_instance}
 
 
-@pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    yield
-    structlog.reset_defaults()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def address_of(env: WorkflowEnvironment) -> str:
-    return str(env.client.service_client.config.target_host)
+pytestmark = pytest.mark.usefixtures("reset_structlog")
 
 
 # -- load_agents ---------------------------------------------------------------------
@@ -213,9 +197,11 @@ def test_unusable_model_providers_are_refused(spec: str, expected: str) -> None:
 # -- run_worker ------------------------------------------------------------------------
 
 
-async def test_run_worker_serves_agents_until_stopped(env: WorkflowEnvironment) -> None:
+async def test_run_worker_serves_agents_until_stopped(
+    env: WorkflowEnvironment, address: str
+) -> None:
     task_queue = new_task_queue()
-    settings = Settings(address=address_of(env), task_queue=task_queue)
+    settings = Settings(address=address, task_queue=task_queue)
     stop = asyncio.Event()
     ready = asyncio.Event()
     model = ScriptedModel([reply("served in-process")])
@@ -253,8 +239,8 @@ async def test_run_worker_without_a_server() -> None:
         await run_worker([Analyst], settings=settings, model=ScriptedModel([]))
 
 
-async def test_run_worker_with_an_unknown_namespace(env: WorkflowEnvironment) -> None:
-    settings = Settings(address=address_of(env), namespace="no-such-namespace")
+async def test_run_worker_with_an_unknown_namespace(address: str) -> None:
+    settings = Settings(address=address, namespace="no-such-namespace")
     with pytest.raises(ConfigurationError, match="namespace 'no-such-namespace' does not exist"):
         await run_worker([Analyst], settings=settings, model=ScriptedModel([]))
 
