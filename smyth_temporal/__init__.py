@@ -6,7 +6,7 @@ retries, timeouts and the audit trail come from the engine.
 
 Layers, top to bottom (imports only go downward):
 
-- interfaces: ``AgentClient``, the ``smyth`` CLI
+- interfaces: ``AgentClient`` (and its ``ScheduleClient``), the ``smyth`` CLI
 - agent runtime (workflow code): ``AgentWorkflow``, ``AgentConfig`` and the data types
 - tools: ``@tool``, ``tool_context()``
 - providers (worker side only): ``smyth_temporal.models``
@@ -14,6 +14,7 @@ Layers, top to bottom (imports only go downward):
 """
 
 from smyth_temporal._memory_client import MemoryClient
+from smyth_temporal._schedules import ScheduleClient, ScheduledRun, ScheduleSummary
 from smyth_temporal.agent import (
     AgentConfig,
     AgentInput,
@@ -35,6 +36,8 @@ from smyth_temporal.exceptions import (
     InvalidDecisionError,
     ModelError,
     ModelHTTPError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
     ServerUnavailableError,
     SmythError,
     ToolDefinitionError,
@@ -71,6 +74,11 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "PendingApproval",
+    "ScheduleClient",
+    "ScheduleExistsError",
+    "ScheduleNotFoundError",
+    "ScheduleSummary",
+    "ScheduledRun",
     "ServerUnavailableError",
     "Settings",
     "SmythError",

@@ -22,6 +22,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._memory_client import MemoryClient
+from smyth_temporal._schedules import ScheduleClient
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
     PENDING_APPROVALS_MEMO,
@@ -121,6 +122,14 @@ class AgentClient:
     def memory(self) -> MemoryClient:
         """Search, list, forget and undo runs in long-term memory."""
         return MemoryClient(self)
+
+    @property
+    def schedules(self) -> ScheduleClient:
+        """Create, list, pause, resume, trigger and delete periodic agent runs.
+
+        Added in 0.2.0.
+        """
+        return ScheduleClient(self.client, task_queue=self.task_queue)
 
     async def start(
         self,

@@ -12,7 +12,9 @@ SmythError
     ├── AgentNotFoundError       no agent run with that workflow id
     ├── UnknownAgentError        no agent class by that name is known to the caller
     ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
-    └── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
+    ├── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
+    ├── ScheduleNotFoundError    no schedule with that id
+    └── ScheduleExistsError      a schedule with that id exists already
 ```
 
 Run outcomes that an agent can handle (a tool failing, bad tool arguments, the step
@@ -35,6 +37,8 @@ __all__ = [
     "InvalidDecisionError",
     "ModelError",
     "ModelHTTPError",
+    "ScheduleExistsError",
+    "ScheduleNotFoundError",
     "ServerUnavailableError",
     "SmythError",
     "ToolDefinitionError",
@@ -109,4 +113,18 @@ class InvalidDecisionError(ClientError):
     Unknown or already decided request ids, an ``arguments_sha256`` that does not
     match, edited arguments that do not fit the tool, or an ambiguous decision. The
     refusal leaves no trace in the agent's history.
+    """
+
+
+class ScheduleNotFoundError(ClientError):
+    """No schedule exists with the given id.
+
+    Added in 0.2.0.
+    """
+
+
+class ScheduleExistsError(ClientError):
+    """A schedule with the given id exists already (ids are unique in a namespace).
+
+    Added in 0.2.0.
     """

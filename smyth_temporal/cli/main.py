@@ -2,7 +2,9 @@
 
 Subcommands: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``; for
 approvals ``approvals``, ``approve`` and ``reject``; for long-term memory ``memory
-search``, ``memory list``, ``memory forget`` and ``memory undo-run``.
+search``, ``memory list``, ``memory forget`` and ``memory undo-run``; for periodic runs
+``schedule create``, ``list``, ``describe``, ``pause``, ``resume``, ``trigger`` and
+``delete`` (in ``_schedule``).
 
 Every subcommand takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
@@ -319,6 +321,10 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     _add_approval_commands(commands)
     _add_memory_commands(commands)
+    # Imported here: the schedule commands use this module's options and helpers.
+    from smyth_temporal.cli._schedule import add_schedule_commands
+
+    add_schedule_commands(commands)
 
     demo_parser = commands.add_parser(
         "demo",
