@@ -33,6 +33,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.step_latency
 	$(BIN)/python -m bench.crash_recovery
+	$(BIN)/python -m bench.history_bytes
 
 clean:
 	rm -rf $(VENV) .smyth .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -19,6 +21,7 @@ from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._activity import ModelActivities
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._activity import tool_activities
 from smyth_temporal.tools._tool import Tool
 
@@ -44,20 +47,30 @@ while a busy worker that misses the window costs only a replay of the run.
 _TEMPORAL_STICKY_QUEUE_TIMEOUT = timedelta(seconds=10)
 
 
+class _Default(enum.Enum):
+    """Tells "not given" (use the default) from an explicit ``None`` (off)."""
+
+    DEFAULT = enum.auto()
+
+
+_DEFAULT: Final = _Default.DEFAULT
+
+
 class SmythPlugin(SimplePlugin):
     """Configures a Temporal client and its workers for smyth agents.
 
-    On the client: the pydantic data converter. On a worker (inherited from the
-    client): the model activity with the worker's model provider, one activity per
-    tool of every agent class in ``workflows``, the workflow sandbox's passthrough
-    modules, and a short sticky-queue timeout for fast crash recovery.
+    On the client: the pydantic data converter, with large payloads kept out of
+    history in a content-addressed store (see ``smyth_temporal.storage``). On a worker
+    (inherited from the client): the model activity with the worker's model provider,
+    one activity per tool of every agent class in ``workflows``, the workflow sandbox's
+    passthrough modules, and a short sticky-queue timeout for fast crash recovery.
 
     ```python
     client = await Client.connect("localhost:7233", plugins=[SmythPlugin(model=provider)])
     worker = Worker(client, task_queue="smyth-agents", workflows=[MarketAnalyst])
     ```
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.2.0: ``payload_storage``.
     """
 
     def __init__(
@@ -67,6 +80,7 @@ class SmythPlugin(SimplePlugin):
         tools: Sequence[Tool] = (),
         memory: MemoryManager | None = None,
         sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
+        payload_storage: ExternalStorage | _Default | None = _DEFAULT,
     ) -> None:
         """Create the plugin.
 
@@ -84,10 +98,19 @@ class SmythPlugin(SimplePlugin):
             sticky_queue_timeout: See ``DEFAULT_STICKY_QUEUE_TIMEOUT``; it replaces
                 Temporal's default only, so a value passed to ``Worker`` wins; ``None``
                 keeps Temporal's default.
+            payload_storage: Where payloads above a size threshold go instead of
+                history (temporalio's ``ExternalStorage``). Default:
+                ``default_payload_storage()``, a content-addressed file store under
+                ``.smyth/payloads`` configured by ``SMYTH_PAYLOAD_*``; ``None``: every
+                payload stays in history. Clients and workers must agree on it.
         """
+        storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
+        converter: DataConverter = pydantic_data_converter
+        if storage is not None:
+            converter = dataclasses.replace(pydantic_data_converter, external_storage=storage)
         super().__init__(
             "smyth_temporal.SmythPlugin",
-            data_converter=pydantic_data_converter,
+            data_converter=converter,
             workflow_runner=_with_passthrough,
         )
         self._model = model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -15,8 +16,27 @@ from smyth_temporal.testing import new_task_queue, start_dev_environment
 from tests.agents import LEDGER_ENV
 
 
+@pytest.fixture(scope="session", autouse=True)
+def payload_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Externally stored payloads go to a session directory, never the repo's ``.smyth/``.
+
+    Set in ``os.environ`` before any ``SmythPlugin`` is built, so the session's server
+    client, every test's workers and the worker processes tests start share it.
+    """
+    path = tmp_path_factory.mktemp("payloads")
+    previous = os.environ.get("SMYTH_PAYLOAD_PATH")
+    os.environ["SMYTH_PAYLOAD_PATH"] = str(path)
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop("SMYTH_PAYLOAD_PATH", None)
+        else:
+            os.environ["SMYTH_PAYLOAD_PATH"] = previous
+
+
 @pytest.fixture(scope="session")
-async def env() -> AsyncIterator[WorkflowEnvironment]:
+async def env(payload_store: Path) -> AsyncIterator[WorkflowEnvironment]:
     environment = await start_dev_environment()
     try:
         yield environment
