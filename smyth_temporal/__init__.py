@@ -16,8 +16,10 @@ Layers, top to bottom (imports only go downward):
 from smyth_temporal._memory_client import MemoryClient
 from smyth_temporal._schedules import ScheduleClient, ScheduledRun, ScheduleSummary
 from smyth_temporal.agent import (
+    AgentCheckpoint,
     AgentConfig,
     AgentInput,
+    AgentLimits,
     AgentResult,
     AgentState,
     AgentStatus,
@@ -27,13 +29,16 @@ from smyth_temporal.agent import (
     Usage,
 )
 from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalOutcome, ApprovalRequest
+from smyth_temporal.agent.sessions import SessionMessage, SessionReply
 from smyth_temporal.client import AgentClient, PendingApproval
+from smyth_temporal.context import Compaction
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
     ClientError,
     ConfigurationError,
     InvalidDecisionError,
+    InvalidMessageError,
     ModelError,
     ModelHTTPError,
     ScheduleExistsError,
@@ -49,13 +54,15 @@ from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
 from smyth_temporal.tools import Tool, ToolContext, ToolEffect, tool, tool_context
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "AgentCheckpoint",
     "AgentClient",
     "AgentConfig",
     "AgentFailedError",
     "AgentInput",
+    "AgentLimits",
     "AgentNotFoundError",
     "AgentResult",
     "AgentState",
@@ -65,8 +72,10 @@ __all__ = [
     "ApprovalOutcome",
     "ApprovalRequest",
     "ClientError",
+    "Compaction",
     "ConfigurationError",
     "InvalidDecisionError",
+    "InvalidMessageError",
     "MemoryClient",
     "MemoryHit",
     "MemoryRecord",
@@ -80,6 +89,8 @@ __all__ = [
     "ScheduleSummary",
     "ScheduledRun",
     "ServerUnavailableError",
+    "SessionMessage",
+    "SessionReply",
     "Settings",
     "SmythError",
     "SmythPlugin",

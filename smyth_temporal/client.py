@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import TaskQueueType
@@ -14,11 +15,13 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import (
     Client,
     Plugin,
+    WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._memory_client import MemoryClient
@@ -30,12 +33,21 @@ from smyth_temporal.agent.approvals import (
     ApprovalOutcome,
     ApprovalRequest,
 )
+from smyth_temporal.agent.sessions import (
+    CLOSE_SESSION_SIGNAL,
+    SESSION_EVENT_SIGNAL,
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    SessionReply,
+    session_workflow_id,
+)
 from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState
 from smyth_temporal.agent.workflow import APPROVAL_SIGNAL, APPROVAL_UPDATE, AgentWorkflow
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
     InvalidDecisionError,
+    InvalidMessageError,
     ServerUnavailableError,
     UnknownAgentError,
 )
@@ -179,11 +191,147 @@ class AgentClient:
             AgentNotFoundError: No run has that workflow id.
         """
         handle = self.client.get_workflow_handle(workflow_id)
+        return await self._across_runs(
+            workflow_id, lambda: handle.query(STATE_QUERY, result_type=AgentState)
+        )
+
+    async def signal(self, workflow_id: str, signal: str, arg: Any = None) -> None:
+        """Send a signal to an agent's current run (retried across continue-as-new).
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id, or it has ended.
+
+        Added in 0.2.0.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        await self._across_runs(workflow_id, lambda: handle.signal(signal, arg))
+
+    async def update(
+        self, workflow_id: str, update: str, arg: Any = None, *, result_type: type[_T]
+    ) -> _T:
+        """Send an update to an agent's current run and return its answer.
+
+        An update that reaches a run as it continues as new is sent again to the next
+        run, so agents that switch runs every so often answer like any other.
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id, or it has ended.
+            temporalio.client.WorkflowUpdateFailedError: The agent refused the update.
+
+        Added in 0.2.0.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        return await self._across_runs(
+            workflow_id, lambda: handle.execute_update(update, arg, result_type=result_type)
+        )
+
+    async def send(
+        self,
+        agent: AgentRef,
+        session_id: str,
+        text: str,
+        *,
+        tenant: str = "default",
+        sender: str | None = None,
+        wait: bool = True,
+    ) -> SessionReply | None:
+        """Send a message to a persistent session, starting the session if need be.
+
+        One call (update-with-start): a stateless script or web handler can talk to a
+        durable session. Callers racing to start the same session create it once;
+        messages are answered one at a time, in the order they arrive.
+
+        Args:
+            agent: The agent class or its workflow type name (any registered agent
+                whose run method calls ``run_agent``).
+            session_id: Names the session (per agent and tenant).
+            text: The message.
+            tenant: Whose session it is.
+            sender: Who sends it (kept in the session's history).
+            wait: Wait for the reply (an update, default); ``False`` posts the message
+                as an event (a signal) and returns at once.
+
+        Returns:
+            The agent's reply (``None`` when ``wait`` is false).
+
+        Raises:
+            InvalidMessageError: The session refused the message; the message says why.
+
+        Added in 0.2.0.
+        """
+        name = agent_name(agent)
+        workflow_id = session_workflow_id(name, tenant, session_id)
+        message = SessionMessage(text=text, tenant=tenant, sender=sender)
+        start = AgentInput(tenant=tenant, session_id=session_id, mode="session")
+        if not wait:
+            await self.client.start_workflow(
+                name,
+                start,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                start_signal=SESSION_EVENT_SIGNAL,
+                start_signal_args=[message],
+            )
+            return None
+
+        async def deliver() -> SessionReply:
+            operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+                name,
+                start,
+                id=workflow_id,
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            )
+            reply: SessionReply = await self.client.execute_update_with_start_workflow(
+                SESSION_MESSAGE_UPDATE,
+                message,
+                start_workflow_operation=operation,
+                result_type=SessionReply,
+            )
+            return reply
+
         try:
-            state: AgentState = await handle.query(STATE_QUERY, result_type=AgentState)
-        except RPCError as exc:
-            raise _translate(exc, workflow_id) from exc
-        return state
+            return await self._across_runs(workflow_id, deliver)
+        except WorkflowUpdateFailedError as exc:
+            reason = exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
+            raise InvalidMessageError(f"session {workflow_id}: {reason}") from exc
+
+    async def close_session(
+        self, agent: AgentRef, session_id: str, *, tenant: str = "default"
+    ) -> None:
+        """End a session once the messages already sent to it are answered.
+
+        Added in 0.2.0.
+        """
+        workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
+        await self.signal(workflow_id, CLOSE_SESSION_SIGNAL)
+
+    async def _across_runs(self, workflow_id: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        # The server routes a call by workflow id to the run current when it arrives;
+        # one that lands as that run continues as new fails with "already completed"
+        # although the agent lives on in the next run: send it again, there.
+        for _ in range(_SWITCH_RETRIES):
+            try:
+                return await call()
+            except RPCError as exc:
+                if not _reached_a_closed_run(exc) or not await self._has_running_run(workflow_id):
+                    raise _translate(exc, workflow_id) from exc
+            await asyncio.sleep(_SWITCH_RETRY_DELAY)
+        raise AgentNotFoundError(f"agent {workflow_id} kept switching runs; try again")
+
+    async def _has_running_run(self, workflow_id: str) -> bool:
+        try:
+            description = await self.client.get_workflow_handle(workflow_id).describe()
+        except RPCError:
+            return False
+        # Just after the switch the id may still resolve to the run that continued.
+        return description.status in (
+            WorkflowExecutionStatus.RUNNING,
+            WorkflowExecutionStatus.CONTINUED_AS_NEW,
+        )
 
     async def result(self, workflow_id: str) -> AgentResult:
         """Wait for the run to end and return its result.
@@ -220,20 +368,16 @@ class AgentClient:
             InvalidDecisionError: The agent refused the decision; the message says why.
             AgentNotFoundError: No run has that workflow id.
         """
-        handle = self.client.get_workflow_handle(workflow_id)
+        if not wait:
+            await self.signal(workflow_id, APPROVAL_SIGNAL, decision)
+            return None
         try:
-            if not wait:
-                await handle.signal(APPROVAL_SIGNAL, decision)
-                return None
-            outcome: ApprovalOutcome = await handle.execute_update(
-                APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
+            return await self.update(
+                workflow_id, APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
             )
         except WorkflowUpdateFailedError as exc:
             reason = exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
             raise InvalidDecisionError(reason) from exc
-        except RPCError as exc:
-            raise _translate(exc, workflow_id) from exc
-        return outcome
 
     async def approve(
         self,
@@ -339,7 +483,19 @@ async def connect_client(settings: Settings, *, plugins: Sequence[Plugin] = ()) 
         ) from exc
 
 
+_T = TypeVar("_T")
+
+_SWITCH_RETRIES = 50
+_SWITCH_RETRY_DELAY = 0.05
+
+
+def _reached_a_closed_run(exc: RPCError) -> bool:
+    return exc.status == RPCStatusCode.NOT_FOUND and "already completed" in exc.message
+
+
 def _translate(exc: RPCError, workflow_id: str) -> Exception:
+    if _reached_a_closed_run(exc):
+        return AgentNotFoundError(f"agent {workflow_id!r} has finished: it takes no more messages")
     if exc.status == RPCStatusCode.NOT_FOUND:
         return AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
     if exc.status == RPCStatusCode.UNAVAILABLE:

@@ -13,6 +13,7 @@ SmythError
     ├── UnknownAgentError        no agent class by that name is known to the caller
     ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
     ├── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
+    ├── InvalidMessageError      a session refused a message (wrong tenant, empty, ...)
     ├── ScheduleNotFoundError    no schedule with that id
     └── ScheduleExistsError      a schedule with that id exists already
 ```
@@ -35,6 +36,7 @@ __all__ = [
     "ClientError",
     "ConfigurationError",
     "InvalidDecisionError",
+    "InvalidMessageError",
     "ModelError",
     "ModelHTTPError",
     "ScheduleExistsError",
@@ -113,6 +115,16 @@ class InvalidDecisionError(ClientError):
     Unknown or already decided request ids, an ``arguments_sha256`` that does not
     match, edited arguments that do not fit the tool, or an ambiguous decision. The
     refusal leaves no trace in the agent's history.
+    """
+
+
+class InvalidMessageError(ClientError):
+    """A session refused a message; the message says why.
+
+    Another tenant's session, an empty or oversized message, a closed session, or a
+    run that is not a session. The refusal leaves no trace in the session's history.
+
+    Added in 0.2.0.
     """
 
 

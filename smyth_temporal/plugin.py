@@ -130,11 +130,14 @@ class SmythPlugin(SimplePlugin):
         activities: list[Callable[..., Any]] = list(config.get("activities") or ())
         activities += tool_activities(tools)
         activities.append(ModelActivities(self._provider()).complete)
-        if self._memory is not None or any(a.config.memory_namespace for a in agents):
-            if self._memory is None:
-                self._memory = default_memory()
-            activities += MemoryActivities(self._memory).all()
-            # Clients reach memory through this workflow (see MemoryAdmin).
+        serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
+        # Agents that compact their context archive the compacted turns to memory, so
+        # they get the memory activities too; the store opens at the first call.
+        if serves_memory or any(a.config.context_budget is not None for a in agents):
+            activities += MemoryActivities(self._memory_manager).all()
+        if serves_memory:
+            # Clients reach memory through this workflow (see MemoryAdmin). A worker
+            # whose agents only archive transcripts leaves that to one that has memory.
             config["workflows"] = [*config.get("workflows", ()), MemoryAdmin]
         config["activities"] = activities
         # Only replace Temporal's default: a value the user passed to Worker() wins.
@@ -145,6 +148,11 @@ class SmythPlugin(SimplePlugin):
         ):
             config["sticky_queue_schedule_to_start_timeout"] = self._sticky_queue_timeout
         return config
+
+    def _memory_manager(self) -> MemoryManager:
+        if self._memory is None:
+            self._memory = default_memory()
+        return self._memory
 
     def _provider(self) -> ModelProvider:
         if self._model is None:

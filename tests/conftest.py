@@ -18,21 +18,27 @@ from tests.agents import LEDGER_ENV
 
 @pytest.fixture(scope="session", autouse=True)
 def payload_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Externally stored payloads go to a session directory, never the repo's ``.smyth/``.
+    """Externally stored payloads and default memory go to session directories, never
+    the repo's ``.smyth/``.
 
     Set in ``os.environ`` before any ``SmythPlugin`` is built, so the session's server
-    client, every test's workers and the worker processes tests start share it.
+    client, every test's workers and the worker processes tests start share them.
     """
     path = tmp_path_factory.mktemp("payloads")
-    previous = os.environ.get("SMYTH_PAYLOAD_PATH")
-    os.environ["SMYTH_PAYLOAD_PATH"] = str(path)
+    settings = {
+        "SMYTH_PAYLOAD_PATH": str(path),
+        "SMYTH_MEMORY_PATH": str(tmp_path_factory.mktemp("memory")),
+    }
+    previous = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         yield path
     finally:
-        if previous is None:
-            os.environ.pop("SMYTH_PAYLOAD_PATH", None)
-        else:
-            os.environ["SMYTH_PAYLOAD_PATH"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,21 @@
 
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState, AgentStatus
+from smyth_temporal.agent.types import (
+    AgentCheckpoint,
+    AgentInput,
+    AgentLimits,
+    AgentResult,
+    AgentState,
+    AgentStatus,
+)
 from smyth_temporal.agent.workflow import AgentWorkflow
 
 __all__ = [
+    "AgentCheckpoint",
     "AgentConfig",
     "AgentInput",
+    "AgentLimits",
     "AgentResult",
     "AgentState",
     "AgentStatus",

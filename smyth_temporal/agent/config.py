@@ -10,14 +10,18 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.agent.approvals import DEFAULT_APPROVAL_TIMEOUT
+from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.tools._tool import OnTimeout, Tool
 
 __all__ = [
+    "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_MODEL_HEARTBEAT_TIMEOUT",
     "DEFAULT_MODEL_RETRY",
     "DEFAULT_MODEL_TIMEOUT",
+    "DEFAULT_SUMMARY_RETRY",
+    "DEFAULT_TRANSCRIPT_NAMESPACE",
     "AgentConfig",
 ]
 
@@ -38,6 +42,26 @@ DEFAULT_MODEL_RETRY = RetryPolicy(
     maximum_attempts=10,
 )
 """Retries of the model activity; ``Retry-After`` from the endpoint overrides the delay."""
+
+DEFAULT_CONTEXT_BUDGET = 32_000
+"""Prompt tokens an agent aims to stay under (compacting older turns beyond it).
+
+Well under the context window of current models (128k and more), so that a summary
+that fails and is retried later, or a turn with large tool results, never hits the
+window itself; and small enough that every turn does not pay for a huge prompt.
+"""
+
+DEFAULT_SUMMARY_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=3,
+)
+"""Retries of a summary call: few, because a failed summary only postpones compaction
+(the agent goes on with its full prompt and tries again at its next turn)."""
+
+DEFAULT_TRANSCRIPT_NAMESPACE = "transcripts"
+"""Where an agent without ``memory_namespace`` archives the messages it compacts."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +108,32 @@ class AgentConfig:
     """Store an ``episode`` record (task, outcome, key tool results) when a run ends."""
     memory_timeout: timedelta = timedelta(minutes=1)
     """Start-to-close timeout of one memory activity."""
+    context_budget: int | None = DEFAULT_CONTEXT_BUDGET
+    """Prompt tokens to stay under: beyond it, older turns are summarized (and archived
+    to memory as ``transcript``) before the next model turn. ``None``: never compact.
+    Added in 0.2.0."""
+    compaction_keep_ratio: float = 0.5
+    """The share of ``context_budget`` kept verbatim as the most recent turns."""
+    context_hard_limit: float = 2.0
+    """While summaries keep failing the prompt may grow up to this many budgets; beyond
+    it the archived turns are replaced by a placeholder that points at the archive."""
+    token_counter: TokenCounter = estimate_tokens
+    """Counts a prompt's tokens (deterministic, no I/O: it runs in workflow code)."""
+    summary_model: str | None = None
+    """The model that writes summaries (default: ``model``)."""
+    summary_timeout: timedelta = timedelta(minutes=2)
+    """Start-to-close timeout of one summary call."""
+    summary_retry: RetryPolicy = field(default_factory=lambda: DEFAULT_SUMMARY_RETRY)
+    """Retry policy of a summary call."""
+    transcript_namespace: str | None = None
+    """The memory namespace compacted messages are archived to (default:
+    ``memory_namespace``, else ``DEFAULT_TRANSCRIPT_NAMESPACE``)."""
+    continue_as_new_after_steps: int | None = None
+    """Continue as new after this many model turns in one run (``None``: only when
+    Temporal suggests it, from about 4 MB or 4,000 events of history). Added in 0.2.0."""
+    subagents: Sequence[Any] = ()
+    """Agent classes the model may hand tasks to through the built-in ``delegate`` tool
+    (each runs as a child workflow; see ``AgentWorkflow.delegate``). Added in 0.2.0."""
     search_attributes: bool = True
     """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
     so waiting agents can be listed across runs (the cluster must have them registered;
@@ -96,6 +146,16 @@ class AgentConfig:
             raise ConfigurationError(
                 f"AgentConfig.max_steps must be at least 1, not {self.max_steps}"
             )
+        if self.context_budget is not None and self.context_budget < 256:
+            raise ConfigurationError(
+                f"AgentConfig.context_budget must be at least 256 tokens, not {self.context_budget}"
+            )
+        if not 0 < self.compaction_keep_ratio < 1:
+            raise ConfigurationError("AgentConfig.compaction_keep_ratio must be between 0 and 1")
+        if self.context_hard_limit < 1:
+            raise ConfigurationError("AgentConfig.context_hard_limit must be at least 1")
+        if self.continue_as_new_after_steps is not None and self.continue_as_new_after_steps < 1:
+            raise ConfigurationError("AgentConfig.continue_as_new_after_steps must be at least 1")
         strays = [t for t in self.tools if not isinstance(t, Tool)]
         if strays:
             raise ConfigurationError(f"AgentConfig.tools takes tools made with @tool, not {strays}")
@@ -110,6 +170,11 @@ class AgentConfig:
                     f"tools {clash} clash with the built-in memory tools; "
                     "rename them or set memory_tools=False"
                 )
+
+    @property
+    def archive_namespace(self) -> str:
+        """The memory namespace compacted messages go to."""
+        return self.transcript_namespace or self.memory_namespace or DEFAULT_TRANSCRIPT_NAMESPACE
 
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name``, if the agent has it."""

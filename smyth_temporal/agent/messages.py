@@ -50,6 +50,9 @@ class Message(BaseModel):
     """For a ``tool`` message: the name of the tool that answered."""
     step: int | None = None
     """The agent step that produced the message (``None`` for the initial prompt)."""
+    compaction: str | None = None
+    """For a summary: the id of the compaction whose lineage it carries (see
+    ``AgentState.compactions``). Added in 0.2.0."""
 
     @classmethod
     def system(cls, text: str) -> Message:

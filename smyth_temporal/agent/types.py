@@ -8,11 +8,28 @@ from pydantic import BaseModel, Field, computed_field
 
 from smyth_temporal.agent.approvals import ApprovalRequest
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
+from smyth_temporal.context import Compaction
 
-__all__ = ["TERMINAL_STATUSES", "AgentInput", "AgentResult", "AgentState", "AgentStatus"]
+__all__ = [
+    "TERMINAL_STATUSES",
+    "AgentCheckpoint",
+    "AgentInput",
+    "AgentLimits",
+    "AgentResult",
+    "AgentState",
+    "AgentStatus",
+]
 
 AgentStatus = Literal[
-    "running", "thinking", "acting", "awaiting_approval", "completed", "max_steps", "failed"
+    "running",
+    "thinking",
+    "acting",
+    "awaiting_approval",
+    "sleeping",
+    "idle",
+    "completed",
+    "max_steps",
+    "failed",
 ]
 """Where an agent is.
 
@@ -20,6 +37,8 @@ AgentStatus = Literal[
 - ``thinking``: waiting for the model.
 - ``acting``: running tool calls.
 - ``awaiting_approval``: a gated tool call waits for a person's decision.
+- ``sleeping``: waiting on a durable timer until its next check (``AgentWorkflow.sleep``).
+- ``idle``: a session waiting for its next message.
 - ``completed``: the model answered without calling tools; ``output`` is its answer.
 - ``max_steps``: stopped at the step limit; ``output`` is the last text the model wrote.
 - ``failed``: the run failed (the model endpoint refused the request, for example).
@@ -29,20 +48,74 @@ TERMINAL_STATUSES: frozenset[AgentStatus] = frozenset({"completed", "max_steps",
 """Statuses after which an agent's run does nothing more."""
 
 
+class AgentCheckpoint(BaseModel):
+    """What an agent carries into its next run when it continues as new.
+
+    Temporal starts the next run with a fresh, empty history under the same workflow
+    id; this is everything the agent needs to carry on as if nothing happened.
+
+    Added in 0.2.0.
+    """
+
+    messages: list[Message]
+    """The conversation: pinned prompt, summaries, recent turns."""
+    session_messages: int = 0
+    """Session messages received so far."""
+    delegations: int = 0
+    """Sub-agents started so far (numbers the next child's workflow id)."""
+    step: int
+    """Model turns taken so far, over all runs."""
+    usage: Usage = Field(default_factory=Usage)
+    """Usage so far, over all runs."""
+    approvals: list[ApprovalRequest] = Field(default_factory=list)
+    """Pending approval requests, and the most recent decided ones for the audit trail
+    (every decision stays in the history of the run it was made in)."""
+    compactions: list[Compaction] = Field(default_factory=list)
+    """The lineage of the summaries still in the conversation, and recent ones."""
+    compaction_count: int = 0
+    """Compactions so far, over all runs (numbers the next one)."""
+    generation: int = 1
+    """Which run of the agent's chain is starting (the first is 1)."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The agent's own state, from ``AgentWorkflow.data``."""
+
+
+class AgentLimits(BaseModel):
+    """Bounds a parent agent puts on a sub-agent (see ``AgentWorkflow.delegate``).
+
+    Added in 0.2.0.
+    """
+
+    tools: list[str] | None = None
+    """The only tools the agent may use (``None``: all of its own)."""
+    max_steps: int | None = None
+    """At most this many model turns (and never more than its own ``max_steps``)."""
+    max_tokens: int | None = None
+    """Stop once this many tokens (input plus output) are used."""
+
+
 class AgentInput(BaseModel):
     """What an agent run starts from.
 
     Added in 0.1.0.
     """
 
-    prompt: str
-    """The task, as the user's first message."""
+    prompt: str = ""
+    """The task, as the user's first message (a session may start without one)."""
     tenant: str = "default"
     """Whose agent this is; every memory read and write is confined to it."""
     session_id: str | None = None
     """Groups runs of one conversation or job, if the caller has such a notion."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form data for the agent's own code (never sent to the model by default)."""
+    mode: Literal["task", "session"] = "task"
+    """``task``: run until the model answers the prompt. ``session``: stay alive and
+    answer ``SessionMessage``s one by one (``AgentClient.send``). Added in 0.2.0."""
+    limits: AgentLimits | None = None
+    """Bounds set by a parent agent. Added in 0.2.0."""
+    checkpoint: AgentCheckpoint | None = None
+    """Set by the agent itself when it continues as new: the state it resumes from.
+    Added in 0.2.0."""
 
 
 class AgentResult(BaseModel):
@@ -95,6 +168,14 @@ class AgentState(BaseModel):
     """The final answer, once there is one."""
     approvals: list[ApprovalRequest] = Field(default_factory=list)
     """Every approval request of the run with its decision: the audit trail."""
+    context_tokens: int = 0
+    """Estimated tokens of the prompt the next model turn would get. Added in 0.2.0."""
+    compactions: list[Compaction] = Field(default_factory=list)
+    """The lineage of the conversation's summaries (recent ones). Added in 0.2.0."""
+    generation: int = 1
+    """Which run of the agent's continue-as-new chain this is. Added in 0.2.0."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The agent's own state (``AgentWorkflow.data``). Added in 0.2.0."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

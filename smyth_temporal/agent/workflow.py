@@ -8,12 +8,14 @@ scheduled by name, so the event history is the agent's authoritative state.
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import (
@@ -37,7 +39,32 @@ from smyth_temporal.agent.memory import (
     memory_block,
 )
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState, AgentStatus
+from smyth_temporal.agent.sessions import (
+    CLOSE_SESSION_SIGNAL,
+    SESSION_EVENT_SIGNAL,
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    SessionReply,
+)
+from smyth_temporal.agent.subagents import DELEGATE_TOOL, delegate_tool_for
+from smyth_temporal.agent.types import (
+    TERMINAL_STATUSES,
+    AgentCheckpoint,
+    AgentInput,
+    AgentLimits,
+    AgentResult,
+    AgentState,
+    AgentStatus,
+)
+from smyth_temporal.context import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    Compaction,
+    CompactionPlan,
+    fallback_summary,
+    plan_compaction,
+    summary_message,
+    transcript_chunks,
+)
 from smyth_temporal.exceptions import UserError
 from smyth_temporal.memory._types import (
     MEMORY_ACTIVITY_FORGET,
@@ -58,7 +85,14 @@ from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResp
 from smyth_temporal.tools._tool import Tool, ToolArgumentsError
 from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
 
-__all__ = ["APPROVAL_SIGNAL", "APPROVAL_UPDATE", "MAX_OUTPUT_CHARS", "AgentWorkflow"]
+__all__ = [
+    "APPROVAL_SIGNAL",
+    "APPROVAL_UPDATE",
+    "CARRIED_APPROVALS",
+    "CARRIED_COMPACTIONS",
+    "MAX_OUTPUT_CHARS",
+    "AgentWorkflow",
+]
 
 APPROVAL_SIGNAL = "approval_decision"
 """Signal carrying an ``ApprovalDecision`` (fire-and-forget; invalid ones are logged)."""
@@ -72,6 +106,16 @@ MAX_OUTPUT_CHARS = 200_000
 A workflow result over Temporal's 2 MiB payload limit leaves the run stuck, so a
 run's output is bounded like every tool's.
 """
+
+CARRIED_APPROVALS = 50
+"""Decided approval requests carried into the next run at continue-as-new (pending ones
+are always carried); older decisions stay in the history of the run that made them."""
+
+CARRIED_COMPACTIONS = 50
+"""Compaction records kept in the agent's state (the lineage of recent summaries)."""
+
+MAX_SESSION_MESSAGE_CHARS = 100_000
+"""The longest session message accepted; a longer one is refused, not truncated."""
 
 
 class AgentWorkflow:
@@ -90,6 +134,13 @@ class AgentWorkflow:
       long-term memory in the agent's tenant and ``config.memory_namespace``.
     - ``load_memories()`` / ``record_episode(result)``: what ``run_agent`` does with
       memory before the first turn and after the last.
+    - ``respond(text)``: add a user message and think/act until the model answers
+      (a monitoring cycle, a chat message).
+    - ``sleep(duration)``: wait on a durable timer (hours, days) at no worker cost.
+    - ``compact()``: summarize older turns when the prompt exceeds the context budget
+      (``think`` does it before every turn; the originals are archived to memory).
+    - ``continue_as_new_if_needed()``: at a safe point, start a fresh run with the
+      agent's state when Temporal suggests it or ``continue_as_new_after_steps`` says.
     - ``finish(output)``: end the run with an ``AgentResult``.
 
     Every subclass answers the ``state`` query with an ``AgentState``, and takes
@@ -102,7 +153,8 @@ class AgentWorkflow:
     config: ClassVar[AgentConfig]
     """How the agent behaves; every subclass sets it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: Any) -> None:
+        # Takes (and ignores) the run method's arguments: see _install_init.
         self.messages: list[Message] = []
         """The conversation so far; the next prompt is built from it."""
         self.step = 0
@@ -115,7 +167,24 @@ class AgentWorkflow:
         self._pending: dict[str, ToolCall] = {}
         self._output: str | None = None
         self._approvals: dict[str, ApprovalRequest] = {}
+        self.data: dict[str, Any] = {}
+        """The agent's own state (JSON-serializable); carried across continue-as-new."""
+        self.compactions: list[Compaction] = []
+        """The lineage of recent summaries."""
+        self._compaction_count = 0
+        self._generation = 1
+        self._run_start_step = 0
+        self._delegations = 0
+        self._inbox: deque[tuple[int, SessionMessage, bool]] = deque()
+        self._replies: dict[int, SessionReply] = {}
+        self._received = 0
+        self._closing = False
+        self._restored = False
         self._log = WorkflowLogger("smyth_temporal.agent")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _install_init(cls)
 
     # -- queries -------------------------------------------------------------------
 
@@ -139,6 +208,10 @@ class AgentWorkflow:
             usage=self.usage,
             output=self._output,
             approvals=list(self._approvals.values()),
+            context_tokens=self.config.token_counter(self.messages),
+            compactions=self.compactions,
+            generation=self._generation,
+            data=self.data,
         )
 
     # -- approval decisions --------------------------------------------------------
@@ -177,15 +250,18 @@ class AgentWorkflow:
             ``status="completed"`` with the model's answer, or ``status="max_steps"``
             with its last text when ``config.max_steps`` turns did not suffice.
         """
-        self.begin(input)
-        await self.load_memories()
+        if input.mode == "session":
+            return await self.run_session(input)
+        if not self.begin(input):
+            await self.load_memories()
         result: AgentResult | None = None
-        while self.step < self.config.max_steps:
+        while self.step < self.step_limit and not self.out_of_tokens:
             reply = await self.think()
             if not reply.tool_calls:
                 result = self.finish(reply.content or "")
                 break
             await self.act(reply.tool_calls)
+            self.continue_as_new_if_needed()
         if result is None:
             self._log.warning("agent.max_steps", step=self.step)
             result = self.finish(self.last_text(), status="max_steps")
@@ -201,15 +277,32 @@ class AgentWorkflow:
             raise UserError("the agent has no input yet: call begin(input) first")
         return self._input
 
-    def begin(self, input: AgentInput) -> None:
-        """Start the conversation: the system prompt, then the task as a user message."""
+    def begin(self, input: AgentInput) -> bool:
+        """Start the conversation: the system prompt, then the task as a user message.
+
+        A run that continues an earlier one (``input.checkpoint``) restores its state
+        instead: conversation, step, usage, approvals, compactions and ``data``.
+
+        Returns:
+            ``True`` when the agent resumed from a checkpoint, ``False`` when it
+            started afresh.
+        """
         if not hasattr(type(self), "config"):
             raise UserError(f"{type(self).__name__} must set the class attribute `config`")
         self._input = input
+        checkpoint = input.checkpoint
+        if checkpoint is not None:
+            if not self._restored:  # a class with its own __init__ restores here
+                self._restore(checkpoint)
+            if any(r.status == "pending" for r in self._approvals.values()):
+                self._publish_approvals()
+            return True
         if self.config.instructions:
             self.messages.append(Message.system(self.config.instructions))
-        self.messages.append(Message.user(input.prompt))
+        if input.prompt:
+            self.messages.append(Message.user(input.prompt))
         self._log.info("agent.started", tenant=input.tenant, session_id=input.session_id)
+        return False
 
     def prompt(self) -> list[Message]:
         """The messages the next model turn sees; override to shape the context."""
@@ -230,6 +323,7 @@ class AgentWorkflow:
         """
         config = self.config
         offered = self.tools if tools is None else tools
+        await self.compact()
         request = ModelRequest(
             model=config.model,
             messages=self.prompt(),
@@ -320,6 +414,8 @@ class AgentWorkflow:
             return self._tool_error(call, str(exc))
         if spec in BUILTIN_MEMORY_TOOLS:
             return await self._call_memory_tool(call, spec, arguments)
+        if spec.name == DELEGATE_TOOL:
+            return await self._call_delegate_tool(call, arguments)
         request = self.request_approval(call)
         if request is not None:
             await self._await_decision(request)
@@ -367,7 +463,28 @@ class AgentWorkflow:
         """
         config = self.config
         builtins = BUILTIN_MEMORY_TOOLS if config.memory_namespace and config.memory_tools else ()
-        return [*config.tools, *builtins]
+        offered = [*config.tools, *builtins]
+        if config.subagents:
+            offered.append(delegate_tool_for(tuple(config.subagents)))
+        limits = self._input.limits if self._input else None
+        if limits is not None and limits.tools is not None:
+            # A sub-agent keeps only what its parent allowed.
+            offered = [t for t in offered if t.name in limits.tools]
+        return offered
+
+    @property
+    def step_limit(self) -> int:
+        """The step count at which the agent stops (``max_steps``, or a parent's bound)."""
+        limits = self._input.limits if self._input else None
+        if limits is not None and limits.max_steps is not None:
+            return min(self.config.max_steps, limits.max_steps)
+        return self.config.max_steps
+
+    @property
+    def out_of_tokens(self) -> bool:
+        """Whether a parent's token bound (``AgentLimits.max_tokens``) is used up."""
+        limits = self._input.limits if self._input else None
+        return bool(limits and limits.max_tokens and self.usage.total_tokens >= limits.max_tokens)
 
     # -- memory --------------------------------------------------------------------
 
@@ -412,11 +529,20 @@ class AgentWorkflow:
         kind: str = "fact",
         expires_in: timedelta | None = None,
         metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> list[MemoryRecord]:
-        """Store one or more memories; idempotent (a retry or replay stores nothing twice)."""
+        """Store one or more memories; idempotent (a retry or replay stores nothing twice).
+
+        ``namespace`` overrides ``config.memory_namespace`` (the tenant never changes).
+        """
         now = workflow.now()
+        scope = (
+            MemoryScope(tenant=self.input.tenant, namespace=namespace)
+            if namespace
+            else self.memory_scope
+        )
         request = RememberRequest(
-            scope=self.memory_scope,
+            scope=scope,
             texts=[text] if isinstance(text, str) else list(text),
             kind=kind,
             provenance=self._provenance(),
@@ -492,7 +618,7 @@ class AgentWorkflow:
         existing = self._approvals.get(_request_id(self.step, call))
         if existing is not None:
             return existing
-        spec = self.config.tool(call.name)
+        spec = self._tool(call.name)
         if spec is None or not spec.requires_approval:
             return None
         try:
@@ -549,7 +675,405 @@ class AgentWorkflow:
                 return message.content
         return ""
 
+    # -- sessions -------------------------------------------------------------------
+
+    @workflow.update(name=SESSION_MESSAGE_UPDATE)
+    async def send_message(self, message: SessionMessage) -> SessionReply:
+        """Queue a session message and answer with the agent's reply to it.
+
+        Messages are answered one at a time, in the order they arrived.
+        """
+        number = self._enqueue(message, reply=True)
+        await workflow.wait_condition(lambda: number in self._replies)
+        return self._replies.pop(number)
+
+    @send_message.validator
+    def _validate_message(self, message: SessionMessage) -> None:
+        # Runs before anything is written to history: a refused message leaves no trace.
+        self._check_message(message)
+
+    @workflow.signal(name=SESSION_EVENT_SIGNAL)
+    def post_event(self, message: SessionMessage) -> None:
+        """Queue a session message that nobody waits for (an event, a notification)."""
+        try:
+            self._check_message(message)
+        except ApplicationError as exc:
+            self._log.warning("session.invalid_event", error=exc.message)
+            return
+        self._enqueue(message, reply=False)
+
+    @workflow.signal(name=CLOSE_SESSION_SIGNAL)
+    def close_session(self) -> None:
+        """End the session once the messages already queued are answered."""
+        self._closing = True
+
+    async def run_session(self, input: AgentInput) -> AgentResult:
+        """Stay alive and answer session messages one by one, keeping the context.
+
+        ``run_agent`` does this for ``AgentInput(mode="session")``, so every agent
+        class can hold sessions. An idle session waits on a condition only: no timer,
+        no worker memory once evicted. It continues as new when the history grows,
+        between messages, and ends when ``close_session`` is signalled.
+        """
+        if not self.begin(input) and input.prompt:
+            # An opening prompt is the first message of the session.
+            self.messages.pop()
+            self._enqueue(SessionMessage(text=input.prompt, tenant=input.tenant), reply=False)
+        while True:
+            self.status = "idle"
+            await workflow.wait_condition(
+                lambda: bool(self._inbox) or self._closing or self.should_continue_as_new()
+            )
+            if self._inbox:
+                await self._answer(*self._inbox.popleft())
+                continue
+            if self._closing:
+                break
+            # Switch runs between messages; answer any message that arrives first.
+            await workflow.wait_condition(
+                lambda: workflow.all_handlers_finished() or bool(self._inbox) or self._closing
+            )
+            if not self._inbox and not self._closing:
+                self.continue_as_new()
+        self._log.info("session.closed", messages=self._received)
+        return self.finish(self.last_text())
+
+    # -- sub-agents -----------------------------------------------------------------
+
+    async def delegate(
+        self,
+        agent: type[AgentWorkflow] | str,
+        task: AgentInput | str,
+        *,
+        tools: Sequence[str | Tool] | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+    ) -> AgentResult:
+        """Run a sub-agent as a child workflow and return its result.
+
+        The child may use only the tools both this agent has and ``tools`` allows (all
+        of this agent's when left out; none it lacks, ever). It runs in this agent's
+        tenant, within ``max_steps`` and ``max_tokens`` (by default what remains of
+        this agent's own token bound), and its usage is added to this agent's.
+        Cancelling this agent cancels the child; a crashed worker only delays it.
+
+        Raises:
+            temporalio.exceptions.ChildWorkflowError: The child failed.
+        """
+        own = {t.name for t in self.tools}
+        wanted = own if tools is None else {t if isinstance(t, str) else t.name for t in tools}
+        parent_limits = self.input.limits
+        if max_tokens is None and parent_limits and parent_limits.max_tokens:
+            max_tokens = max(parent_limits.max_tokens - self.usage.total_tokens, 1)
+        child_input = task if isinstance(task, AgentInput) else AgentInput(prompt=task)
+        child_input = child_input.model_copy(
+            update={
+                "tenant": self.input.tenant,
+                "session_id": child_input.session_id or self.input.session_id,
+                "limits": AgentLimits(
+                    tools=sorted(own & wanted), max_steps=max_steps, max_tokens=max_tokens
+                ),
+            }
+        )
+        name = agent if isinstance(agent, str) else _workflow_name(agent)
+        self._delegations += 1
+        child_id = f"{workflow.info().workflow_id}/{name}-{self._delegations}"
+        self._log.info("agent.delegating", child=child_id, tools=child_input.limits.tools)  # type: ignore[union-attr]
+        result: AgentResult = await workflow.execute_child_workflow(
+            name,
+            child_input,
+            id=child_id,
+            result_type=AgentResult,
+            # Closing the parent any way (even terminating it) cancels the child.
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"sub-agent {name} (step {self.step})",
+        )
+        self.usage = self.usage + result.usage
+        self._log.info("agent.delegated", child=child_id, status=result.status, steps=result.steps)
+        return result
+
+    # -- long-running agents --------------------------------------------------------
+
+    async def respond(self, text: str, *, max_steps: int | None = None) -> Message:
+        """Add ``text`` as a user message, then think and act until the model answers.
+
+        One cycle of a monitoring agent, or one message of a session.
+
+        Args:
+            text: The user message.
+            max_steps: The most model turns to take (default: ``config.max_steps``).
+
+        Returns:
+            The model's answer; if the turns ran out first, its last assistant message
+            (whose ``tool_calls`` were run).
+        """
+        self.messages.append(Message.user(text))
+        limit = max_steps or self.step_limit
+        reply = await self.think()
+        for _ in range(limit - 1):
+            if not reply.tool_calls or self.out_of_tokens:
+                return reply
+            await self.act(reply.tool_calls)
+            reply = await self.think()
+        if reply.tool_calls:
+            await self.act(reply.tool_calls)
+            self._log.warning("agent.max_steps", step=self.step, limit=limit)
+        return reply
+
+    async def sleep(self, duration: timedelta, *, reason: str | None = None) -> None:
+        """Wait ``duration`` on a durable timer (status ``sleeping``).
+
+        A sleeping agent costs nothing: the worker may evict it from its cache, a
+        deploy may replace every worker, and it wakes on time all the same.
+        """
+        previous, self.status = self.status, "sleeping"
+        self._log.info("agent.sleeping", seconds=duration.total_seconds())
+        await workflow.sleep(duration, summary=reason or f"sleep {duration}")
+        self.status = previous
+
+    def plan_compaction(self, messages: Sequence[Message]) -> CompactionPlan | None:
+        """Decide what to compact before the next turn; override to change the policy.
+
+        The default compacts once the prompt exceeds ``config.context_budget``, keeping
+        the system prompt, the task and the most recent ``compaction_keep_ratio`` of
+        the budget verbatim (see ``smyth_temporal.context.plan_compaction``).
+        """
+        config = self.config
+        if config.context_budget is None:
+            return None
+        return plan_compaction(
+            messages,
+            budget=config.context_budget,
+            keep_recent=int(config.context_budget * config.compaction_keep_ratio),
+            count=config.token_counter,
+        )
+
+    def summary_prompt(self, span: Sequence[Message]) -> list[Message]:
+        """The messages asking the model to summarize ``span``; override to change them."""
+        transcript = "\n\n".join(transcript_chunks(span, workflow.info().workflow_id))
+        return [Message.system(DEFAULT_SUMMARY_INSTRUCTIONS), Message.user(transcript)]
+
+    async def compact(self) -> Compaction | None:
+        """Compact older turns into a summary if ``plan_compaction`` says so.
+
+        The originals are archived to long-term memory (kind ``transcript``) first; a
+        summary replaces them only once they are. If the archive fails, nothing
+        changes. If the summarizer fails, the agent keeps its full prompt and tries
+        again at its next turn; only beyond ``context_hard_limit`` budgets does a
+        placeholder pointing at the archive replace the turns. Either way no message
+        is dropped without an archive.
+
+        Returns:
+            The compaction's record, or ``None`` when nothing was compacted.
+        """
+        plan = self.plan_compaction(self.messages)
+        if plan is None:
+            return None
+        config = self.config
+        count = config.token_counter
+        span = self.messages[plan.start : plan.end]
+        tokens_before = count(self.messages)
+        compaction_id = f"cmp-{self._compaction_count + 1}"
+        try:
+            archived = await self.remember(
+                transcript_chunks(span, workflow.info().workflow_id),
+                kind="transcript",
+                namespace=config.archive_namespace,
+                metadata={"compaction": compaction_id},
+            )
+        except ActivityError as exc:
+            self._log.error("compaction.archive_failed", error=str(exc.cause or exc))
+            return None
+        error: str | None = None
+        try:
+            text = await self._summarize(span, compaction_id)
+        except ActivityError as exc:
+            error = str(exc.cause or exc)
+            hard_limit = (config.context_budget or tokens_before) * config.context_hard_limit
+            if tokens_before <= hard_limit:
+                self._log.warning("compaction.deferred", error=error, tokens=tokens_before)
+                return None
+            text = ""
+        steps = [*self._covered_steps(span)]
+        compaction = Compaction(
+            id=compaction_id,
+            first_step=min(steps) if steps else None,
+            last_step=max(steps) if steps else None,
+            message_count=len(span),
+            folded=[m.compaction for m in span if m.compaction],
+            namespace=config.archive_namespace,
+            archived=[r.id for r in archived],
+            at_step=self.step,
+            created_at=workflow.now(),
+            tokens_before=tokens_before,
+            tokens_after=0,
+            fallback=not text.strip(),
+            error=error,
+        )
+        summary = summary_message(text if text.strip() else fallback_summary(span), compaction)
+        self.messages[plan.start : plan.end] = [summary]
+        compaction.tokens_after = count(self.messages)
+        self._compaction_count += 1
+        self.compactions = [*self.compactions, compaction][-CARRIED_COMPACTIONS:]
+        self._log.info(
+            "compaction.done",
+            compaction=compaction.id,
+            messages=len(span),
+            tokens_before=tokens_before,
+            tokens_after=compaction.tokens_after,
+            fallback=compaction.fallback,
+        )
+        return compaction
+
+    def should_continue_as_new(self) -> bool:
+        """Whether this run has grown enough to hand over to a fresh one."""
+        limit = self.config.continue_as_new_after_steps
+        if limit is not None and self.step - self._run_start_step >= limit:
+            return True
+        return workflow.info().is_continue_as_new_suggested()
+
+    def continue_as_new_if_needed(self) -> None:
+        """Continue as new if ``should_continue_as_new`` and no handler is running.
+
+        Call it at a safe point: between steps, with no tool call in flight. While an
+        update or signal handler is still running the switch waits for a later call,
+        so no handler is ever cut off; the next run answers everything after.
+        """
+        if not self.should_continue_as_new():
+            return
+        if not workflow.all_handlers_finished():
+            self._log.info("agent.continue_as_new_deferred", step=self.step)
+            return
+        self.continue_as_new()
+
+    def continue_as_new(self) -> NoReturn:
+        """Continue as new now, carrying ``checkpoint()`` into the next run."""
+        checkpoint = self.checkpoint()
+        self._log.info(
+            "agent.continue_as_new",
+            step=self.step,
+            generation=checkpoint.generation,
+            messages=len(checkpoint.messages),
+        )
+        workflow.continue_as_new(self.input.model_copy(update={"checkpoint": checkpoint}))
+
+    def checkpoint(self) -> AgentCheckpoint:
+        """The state the next run starts from (see ``AgentCheckpoint``)."""
+        approvals = list(self._approvals.values())
+        decided = [r for r in approvals if r.status != "pending"][-CARRIED_APPROVALS:]
+        return AgentCheckpoint(
+            messages=self.messages,
+            step=self.step,
+            usage=self.usage,
+            approvals=[r for r in approvals if r.status == "pending" or r in decided],
+            compactions=self.compactions,
+            compaction_count=self._compaction_count,
+            generation=self._generation + 1,
+            data=self.data,
+            session_messages=self._received,
+            delegations=self._delegations,
+        )
+
     # -- internals -----------------------------------------------------------------
+
+    def _restore(self, checkpoint: AgentCheckpoint) -> None:
+        self.messages = list(checkpoint.messages)
+        self.step = self._run_start_step = checkpoint.step
+        self.usage = checkpoint.usage
+        self._approvals = {r.id: r for r in checkpoint.approvals}
+        self.compactions = list(checkpoint.compactions)
+        self._compaction_count = checkpoint.compaction_count
+        self._generation = checkpoint.generation
+        self.data = dict(checkpoint.data)
+        self._received = checkpoint.session_messages
+        self._delegations = checkpoint.delegations
+        self._restored = True
+        self._log.info("agent.resumed", step=self.step, generation=self._generation)
+
+    def _enqueue(self, message: SessionMessage, *, reply: bool) -> int:
+        self._received += 1
+        self._inbox.append((self._received, message, reply))
+        self._log.info("session.message", number=self._received, sender=message.sender)
+        return self._received
+
+    def _check_message(self, message: SessionMessage) -> None:
+        problem: str | None = None
+        if self._input is None or self._input.mode != "session":
+            problem = "this agent run is not a session (start it with AgentClient.send)"
+        elif message.tenant != self._input.tenant:
+            problem = f"the session belongs to another tenant than {message.tenant!r}"
+        elif self._closing or self.status in TERMINAL_STATUSES:
+            problem = "the session is closed"
+        elif not message.text.strip():
+            problem = "the message is empty"
+        elif len(message.text) > MAX_SESSION_MESSAGE_CHARS:
+            problem = (
+                f"the message has {len(message.text)} characters; "
+                f"the limit is {MAX_SESSION_MESSAGE_CHARS}"
+            )
+        if problem:
+            raise ApplicationError(problem, type="InvalidSessionMessage", non_retryable=True)
+
+    async def _answer(self, number: int, message: SessionMessage, reply: bool) -> None:
+        self.status = "running"
+        answer = await self.respond(message.text)
+        text = answer.content if not answer.tool_calls else self.last_text()
+        if reply:
+            self._replies[number] = SessionReply(
+                text=text or "", number=number, step=self.step, usage=self.usage
+            )
+        self._log.info("session.answered", number=number, step=self.step)
+
+    async def _call_delegate_tool(self, call: ToolCall, arguments: dict[str, Any]) -> Message:
+        names = {_workflow_name(a): a for a in self.config.subagents}
+        agent = names.get(arguments["agent"])
+        if agent is None:
+            known = ", ".join(sorted(names)) or "none"
+            return self._tool_error(
+                call, f"unknown sub-agent {arguments['agent']!r}; known: {known}"
+            )
+        self.usage = self.usage + Usage(tool_calls=1)
+        try:
+            result = await self.delegate(agent, arguments["task"])
+        except ChildWorkflowError as exc:
+            return self._tool_error(
+                call, f"sub-agent {arguments['agent']} failed: {exc.cause or exc}"
+            )
+        content = f"[{result.status}, {result.steps} steps] {result.output}"
+        return Message.tool_result(call, content, step=self.step)
+
+    async def _summarize(self, span: Sequence[Message], compaction_id: str) -> str:
+        config = self.config
+        request = ModelRequest(
+            model=config.summary_model or config.model,
+            messages=self.summary_prompt(span),
+            settings=config.model_settings,
+            agent=workflow.info().workflow_type,
+            step=self.step,
+            purpose="summary",
+        )
+        response: ModelResponse = await workflow.execute_activity(
+            MODEL_ACTIVITY,
+            request,
+            result_type=ModelResponse,
+            start_to_close_timeout=config.summary_timeout,
+            heartbeat_timeout=config.model_heartbeat_timeout,
+            retry_policy=config.summary_retry,
+            summary=f"summary {compaction_id}",
+        )
+        self.usage = self.usage + response.usage
+        return response.message.content or ""
+
+    def _covered_steps(self, span: Sequence[Message]) -> list[int]:
+        records = {c.id: c for c in self.compactions}
+        steps: list[int] = []
+        for message in span:
+            if message.compaction and message.compaction in records:
+                record = records[message.compaction]
+                steps += [s for s in (record.first_step, record.last_step) if s is not None]
+            elif message.step is not None:
+                steps.append(message.step)
+        return steps
 
     async def _run_concurrently(self, calls: Sequence[ToolCall]) -> list[Message]:
         if len(calls) <= 1:
@@ -691,6 +1215,45 @@ class AgentWorkflow:
     def _tool_error(self, call: ToolCall, text: str) -> Message:
         self._log.warning("agent.tool_error", step=self.step, tool=call.name, error=text)
         return Message.tool_result(call, f"Error: {text}", step=self.step)
+
+
+def _workflow_name(agent: type[AgentWorkflow]) -> str:
+    defn = getattr(agent, "__temporal_workflow_definition", None)
+    if defn is None or not defn.name:
+        raise UserError(f"{agent.__qualname__} is not decorated with @workflow.defn")
+    return str(defn.name)
+
+
+def _install_init(cls: type[AgentWorkflow]) -> None:
+    """Give an agent class an ``@workflow.init`` constructor that restores a checkpoint.
+
+    A signal or update that reaches a new run in its first workflow task is handled
+    before the run method starts; restoring the carried state in ``__init__`` means
+    such a handler sees the approvals, ``data`` and conversation of the previous run
+    (an approval decided during the switch is applied, not refused as unknown). The
+    constructor takes exactly the run method's parameters, as Temporal requires. A
+    class that writes its own ``__init__`` keeps it, and restores in ``begin``.
+    """
+    own = vars(cls).get("__init__")
+    if own is not None and not getattr(own, "_smyth_generated", False):
+        return
+    run = next((m for m in vars(cls).values() if hasattr(m, "__temporal_workflow_run")), None)
+    if run is None:
+        return
+
+    def __init__(self: AgentWorkflow, *args: Any) -> None:
+        super(cls, self).__init__(*args)
+        if args and isinstance(args[0], AgentInput):
+            # Handlers of the first workflow task (an update-with-start's message, a
+            # decision sent during a switch) then see the input and carried state.
+            self._input = args[0]
+            if args[0].checkpoint is not None:
+                self._restore(args[0].checkpoint)
+
+    __init__.__signature__ = inspect.signature(run)  # type: ignore[attr-defined]
+    __init__._smyth_generated = True  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = workflow.init(__init__)  # type: ignore[method-assign]
 
 
 def _request_id(step: int, call: ToolCall) -> str:

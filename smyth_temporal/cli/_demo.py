@@ -70,6 +70,7 @@ from smyth_temporal.cli.main import CORE_SETTLE_DELAY
 from smyth_temporal.client import AgentClient
 from smyth_temporal.exceptions import ClientError, SmythError
 from smyth_temporal.settings import Settings
+from smyth_temporal.storage._defaults import DEFAULT_PAYLOAD_PATH
 from smyth_temporal.testing import register_search_attributes
 
 __all__ = [
@@ -887,6 +888,11 @@ class _Demo:
         env = {
             **os.environ,
             self.example.ledger_env: str(self.alerts_path),
+            # Workers run in the example's folder, this client wherever it was
+            # started: both must find large payloads in the same store.
+            "SMYTH_PAYLOAD_PATH": str(
+                Path(os.environ.get("SMYTH_PAYLOAD_PATH") or DEFAULT_PAYLOAD_PATH).resolve()
+            ),
             "PYTHONUNBUFFERED": "1",
         }
         worker = _Worker.spawn(

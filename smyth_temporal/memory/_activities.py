@@ -33,11 +33,25 @@ __all__ = ["MemoryActivities"]
 class MemoryActivities:
     """Holds the worker's ``MemoryManager`` and serves the memory activities.
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.2.0: takes a factory too, called at the first memory
+    activity, so workers whose agents may need memory (to archive compacted turns)
+    open no store until one does.
     """
 
-    def __init__(self, manager: MemoryManager) -> None:
-        self.manager = manager
+    def __init__(self, manager: MemoryManager | Callable[[], MemoryManager]) -> None:
+        if isinstance(manager, MemoryManager):
+            self._manager: MemoryManager | None = manager
+            self._factory: Callable[[], MemoryManager] | None = None
+        else:
+            self._manager, self._factory = None, manager
+
+    @property
+    def manager(self) -> MemoryManager:
+        """The memory manager (built on first use when given a factory)."""
+        if self._manager is None:
+            assert self._factory is not None
+            self._manager = self._factory()
+        return self._manager
 
     @activity.defn(name=MEMORY_ACTIVITY_REMEMBER)
     async def remember(self, request: RememberRequest) -> list[MemoryRecord]:

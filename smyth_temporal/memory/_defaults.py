@@ -43,5 +43,21 @@ def default_embedder() -> Embedder:
 
 
 def default_memory() -> MemoryManager:
-    """The default store and embedder."""
-    return MemoryManager(default_store(), default_embedder())
+    """The default store and embedder, one per process and configuration.
+
+    An embedded store can be opened once per process, so workers of one process that
+    all use the default share it.
+    """
+    key = (
+        os.environ.get("QDRANT_URL"),
+        os.environ.get("SMYTH_MEMORY_PATH"),
+        os.environ.get("SMYTH_EMBEDDER"),
+        os.getcwd(),
+    )
+    manager = _SHARED.get(key)
+    if manager is None:
+        manager = _SHARED[key] = MemoryManager(default_store(), default_embedder())
+    return manager
+
+
+_SHARED: dict[tuple[str | None, ...], MemoryManager] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -33,6 +33,9 @@ class ModelRequest(BaseModel):
     """The agent's workflow type name (for logs and scripted models)."""
     step: int = 0
     """The agent step this request is for, from 0."""
+    purpose: Literal["turn", "summary"] = "turn"
+    """``turn``: the agent's next move; ``summary``: compacting older turns into a
+    summary (the step is then the one the compaction happened at). Added in 0.2.0."""
 
 
 class ModelResponse(BaseModel):

@@ -26,8 +26,10 @@ from smyth_temporal.testing._fake_openai import (
 from smyth_temporal.testing._scripted import (
     ScriptedModel,
     ScriptStep,
+    Summarizer,
     raw_tool_call,
     reply,
+    scripted_summary,
     tool_call,
 )
 
@@ -36,6 +38,7 @@ __all__ = [
     "FakeResponse",
     "ScriptStep",
     "ScriptedModel",
+    "Summarizer",
     "agent_worker",
     "chat_completion",
     "error_response",
@@ -44,6 +47,7 @@ __all__ = [
     "raw_tool_call",
     "register_search_attributes",
     "reply",
+    "scripted_summary",
     "start_dev_environment",
     "start_time_skipping_environment",
     "tool_call",

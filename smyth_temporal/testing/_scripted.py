@@ -11,11 +11,38 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.models._types import ModelRequest, ModelResponse
 
-__all__ = ["ScriptStep", "ScriptedModel", "raw_tool_call", "reply", "tool_call"]
+__all__ = [
+    "ScriptStep",
+    "ScriptedModel",
+    "Summarizer",
+    "raw_tool_call",
+    "reply",
+    "scripted_summary",
+    "tool_call",
+]
 
 ScriptStep = ModelResponse | Sequence[ModelResponse] | Callable[[ModelRequest], ModelResponse]
 """One model turn of a script: a response, several tool-call responses merged into
 one turn, or a function of the request (to answer from what the tools returned)."""
+
+
+Summarizer = Callable[[ModelRequest], str]
+"""Answers a summary request (``ModelRequest.purpose == "summary"``) with its text."""
+
+_SUMMARY_QUOTE_CHARS = 300
+
+
+def scripted_summary(request: ModelRequest) -> str:
+    """The scripted model's default summary: deterministic, and traceable in tests.
+
+    It names how many transcript lines it read and quotes the start of the last one.
+
+    Added in 0.2.0.
+    """
+    transcript = request.messages[-1].content or "" if request.messages else ""
+    lines = [line for line in transcript.split("\n\n") if line.strip()]
+    last = lines[-1][:_SUMMARY_QUOTE_CHARS] if lines else ""
+    return f"Summary of {len(lines)} earlier messages. Latest: {last}"
 
 
 def reply(text: str) -> ModelResponse:
@@ -56,6 +83,9 @@ class ScriptedModel:
     another worker process. A turn past the end of the script fails the run with a
     clear, non-retryable error. Every request is kept in ``requests`` for assertions.
 
+    Summary requests (context compaction) are not turns: ``summarizer`` answers them
+    and they are kept in ``summary_requests``.
+
     ```python
     model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
     ```
@@ -63,20 +93,34 @@ class ScriptedModel:
     Added in 0.1.0.
     """
 
-    def __init__(self, steps: Sequence[ScriptStep], *, tokens_per_turn: int = 10) -> None:
+    def __init__(
+        self,
+        steps: Sequence[ScriptStep],
+        *,
+        tokens_per_turn: int = 10,
+        summarizer: Summarizer = scripted_summary,
+    ) -> None:
         """Create the model.
 
         Args:
             steps: One entry per model turn, in order.
             tokens_per_turn: Usage reported per turn (input and output each), so that
                 usage accounting can be tested too.
+            summarizer: Writes the summaries compaction asks for (it may raise, to
+                test a failing summarizer).
         """
         self.steps = list(steps)
         self.tokens_per_turn = tokens_per_turn
+        self.summarizer = summarizer
         self.requests: list[ModelRequest] = []
+        self.summary_requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        """Answer with the script's step for ``request.step``."""
+        """Answer with the script's step for ``request.step`` (or a summary)."""
+        if request.purpose == "summary":
+            self.summary_requests.append(request)
+            text = self.summarizer(request)
+            return _numbered(reply(text), request.step, self.tokens_per_turn)
         self.requests.append(request)
         index = request.step - 1
         if not 0 <= index < len(self.steps):
