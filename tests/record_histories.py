@@ -30,6 +30,10 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
 from smyth_temporal._logging import configure_logging
+from smyth_temporal.agent.sessions import session_workflow_id
+from smyth_temporal.memory import MemoryManager
+from smyth_temporal.memory._edge import EdgeStore
+from smyth_temporal.memory._embed import HashEmbedder
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     ScriptedModel,
@@ -41,6 +45,7 @@ from smyth_temporal.testing import (
     tool_call,
 )
 from tests.agents import Analyst, Summarizer, read_ledger
+from tests.context_agents import Concierge, Digest, Relay
 from tests.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -115,7 +120,11 @@ CRASH_SCENARIO = "analyst_crash_recovered"
 """A run whose worker was SIGKILLed during a tool call and finished by another: its
 history has the sticky-queue workflow task timeout and the re-run activity."""
 
-SCENARIOS = (*SCRIPTED, CRASH_SCENARIO)
+LONG_RUN_SCENARIOS = ("digest_compacted", "relay_last_run", "concierge_session")
+"""Runs of the weeks-long machinery: compaction with its archive, the last run of a
+continue-as-new chain (it starts from a checkpoint), and a session's messages."""
+
+SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, *LONG_RUN_SCENARIOS)
 
 
 async def record_scripted(client: Client, scenario: str) -> str:
@@ -158,9 +167,54 @@ async def record_crash(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_digest(client: Client, scenario: str) -> str:
+    """Digest reads eight long reports: its 1,500-token budget compacts twice."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    steps = [*(tool_call("daily_report", day=day) for day in range(1, 9)), reply("digested")]
+    with tempfile.TemporaryDirectory() as scratch:
+        memory = MemoryManager(EdgeStore(Path(scratch) / "memory"), HashEmbedder(64))
+        async with agent_worker(
+            client, Digest, model=ScriptedModel(steps), task_queue=task_queue, memory=memory
+        ):
+            handle = await agents.start(Digest, "Digest the reports.", id=workflow_id(scenario))
+            await agents.result(handle.id)
+        await memory.close()
+    return (await handle.fetch_history()).to_json()
+
+
+async def record_relay(client: Client, scenario: str) -> str:
+    """The last run of a chain that continued as new after every two steps."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    steps = [*(tool_call("daily_report", day=day) for day in range(1, 5)), reply("relayed")]
+    async with agent_worker(client, Relay, model=ScriptedModel(steps), task_queue=task_queue):
+        handle = await agents.start(Relay, "Read the reports.", id=workflow_id(scenario))
+        await agents.result(handle.id)
+    last = client.get_workflow_handle(handle.id)  # the latest run of the chain
+    return (await last.fetch_history()).to_json()
+
+
+async def record_session(client: Client, scenario: str) -> str:
+    """A session: two messages (one with a tool call), then closed."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    steps = [reply("hello"), tool_call("daily_report", day=1), reply("read"), reply("bye")]
+    async with agent_worker(client, Concierge, model=ScriptedModel(steps), task_queue=task_queue):
+        await agents.send(Concierge, scenario, "hi")
+        await agents.send(Concierge, scenario, "report for day 1")
+        await agents.close_session(Concierge, scenario)
+        session = session_workflow_id("Concierge", "default", scenario)
+        await agents.result(session)
+    return (await client.get_workflow_handle(session).fetch_history()).to_json()
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
+    "digest_compacted": record_digest,
+    "relay_last_run": record_relay,
+    "concierge_session": record_session,
 }
 
 
@@ -170,6 +224,8 @@ async def main(names: Sequence[str]) -> None:
         raise SystemExit(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
     # Only problems: the scenarios fail tools and activities on purpose.
     configure_logging("ERROR")
+    # Recorded histories must carry their payloads inline: the store does not ship.
+    os.environ["SMYTH_PAYLOAD_STORAGE"] = "off"
     logging.getLogger("temporalio").setLevel(logging.ERROR)
     env = await start_dev_environment()
     try:

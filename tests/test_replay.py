@@ -19,6 +19,7 @@ in swapped order, replays "fine" and silently hands each call the other's result
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ from temporalio.workflow import NondeterminismError
 
 from smyth_temporal import AgentInput, AgentResult, Message, SmythPlugin, Tool, ToolCall
 from tests.agents import Analyst, Summarizer
+from tests.context_agents import Concierge, Digest, Relay
 from tests.record_histories import HISTORIES, SCENARIOS, workflow_id
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
@@ -56,7 +58,9 @@ async def test_history_replays(path: Path) -> None:
     events = json.loads(path.read_text())["events"]
     assert events[-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
 
-    result = await replayer(Analyst, Summarizer).replay_workflow(load(path))
+    result = await replayer(Analyst, Summarizer, Digest, Relay, Concierge).replay_workflow(
+        load(path)
+    )
     assert result.replay_failure is None
 
 
@@ -100,9 +104,21 @@ class HastySummarizer(Summarizer):
         return self.finish(f"SUMMARY: {summary.content}")
 
 
+@workflow.defn(name="Digest")
+class UncompactedDigest(Digest):
+    """The same agent with compaction turned off: its history has summaries it skips."""
+
+    config = dataclasses.replace(Digest.config, context_budget=None)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
 @pytest.mark.parametrize(
     ("agent", "scenario"),
     [
+        (UncompactedDigest, "digest_compacted"),
         (SequentialAnalyst, "analyst_concurrent_reads"),
         (ThrottledAnalyst, "analyst_multi_tool"),
         (HastySummarizer, "summarizer_custom"),
