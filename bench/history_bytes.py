@@ -79,14 +79,7 @@ _WORDS = [
 ]
 
 # The agent never compacts its context (the point is to carry the whole conversation).
-# ``context_budget`` comes with compaction; pass it only when AgentConfig has it, so the
-# bench runs on either side of that change. TODO: pass context_budget=None directly
-# once compaction is merged.
-_NO_COMPACTION: dict[str, Any] = (
-    {"context_budget": None}
-    if "context_budget" in {f.name for f in dataclasses.fields(AgentConfig)}
-    else {}
-)
+_NO_COMPACTION: dict[str, Any] = {"context_budget": None}
 
 
 def page(step: int) -> str:
