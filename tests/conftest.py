@@ -18,17 +18,14 @@ from tests.agents import LEDGER_ENV
 
 @pytest.fixture(scope="session", autouse=True)
 def payload_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Externally stored payloads and default memory go to session directories, never
-    the repo's ``.smyth/``.
+    """Externally stored payloads go to a session directory, never the repo's ``.smyth/``.
 
     Set in ``os.environ`` before any ``SmythPlugin`` is built, so the session's server
-    client, every test's workers and the worker processes tests start share them.
+    client, every test's workers and the worker processes tests start share it.
     """
     path = tmp_path_factory.mktemp("payloads")
-    settings = {
-        "SMYTH_PAYLOAD_PATH": str(path),
-        "SMYTH_MEMORY_PATH": str(tmp_path_factory.mktemp("memory")),
-    }
+    # (Default memory stays per test: an embedded store admits one process at a time.)
+    settings = {"SMYTH_PAYLOAD_PATH": str(path)}
     previous = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
     try:
