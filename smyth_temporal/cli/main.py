@@ -4,7 +4,8 @@ Subcommands: ``dev``, ``worker``, ``run``, ``state``, ``result``, ``demo``; for
 approvals ``approvals``, ``approve`` and ``reject``; for long-term memory ``memory
 search``, ``memory list``, ``memory forget`` and ``memory undo-run``; for periodic runs
 ``schedule create``, ``list``, ``describe``, ``pause``, ``resume``, ``trigger`` and
-``delete`` (in ``_schedule``).
+``delete`` (in ``_schedule``); for persistent sessions ``send`` and ``chat`` (in
+``_session``).
 
 Every subcommand takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
@@ -321,10 +322,12 @@ def build_parser(*, demo: ModuleType | BaseException | None = None) -> argparse.
 
     _add_approval_commands(commands)
     _add_memory_commands(commands)
-    # Imported here: the schedule commands use this module's options and helpers.
+    # Imported here: the schedule and session commands use this module's options and helpers.
     from smyth_temporal.cli._schedule import add_schedule_commands
+    from smyth_temporal.cli._session import add_session_commands
 
     add_schedule_commands(commands)
+    add_session_commands(commands)
 
     demo_parser = commands.add_parser(
         "demo",

@@ -1,0 +1,428 @@
+"""``smyth send`` and ``smyth chat``: talk to an agent's persistent session.
+
+Both go through ``AgentClient.send`` (update-with-start), so a session is started by
+its first message and any later process can carry on with it. Registered by
+``build_parser`` in ``main``; this module uses ``main``'s shared options and helpers,
+so ``main`` imports it only when it builds the parser.
+
+Added in 0.2.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from smyth_temporal.agent.sessions import SessionReply, session_workflow_id
+from smyth_temporal.agent.types import AgentResult, AgentState
+from smyth_temporal.cli._output import error_line, format_usage, one_line, status
+from smyth_temporal.cli.main import (
+    EXIT_OK,
+    PICKUP_TIMEOUT,
+    _add_common_options,
+    _agent_type,
+    _confirm_pickup,
+    _EpilogFormatter,
+    _non_empty,
+    _run_async,
+    _settings,
+)
+from smyth_temporal.client import AgentClient
+from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidMessageError
+
+__all__ = ["CHAT_PROMPT", "PROGRESS_DELAY", "TICK_INTERVAL", "add_session_commands"]
+
+CHAT_PROMPT = "you> "
+"""What ``smyth chat`` shows before each line it reads from a terminal."""
+
+PROGRESS_DELAY = 0.5
+"""Seconds a reply may take before the waiting line appears (terminals only)."""
+
+TICK_INTERVAL = 1.0
+"""Seconds between two updates of the waiting line."""
+
+_EXISTS_POLL = 0.05
+
+_SESSION_EPILOG = """\
+A session is one long-lived agent run per agent, tenant and session id (workflow id
+<agent>-session-<tenant>-<session>). The first message starts it on the agents' task
+queue; each message waits for the agent's reply. An idle session holds no worker
+memory, so it may wait days for its next message.
+
+examples:
+  smyth send Concierge --session alice "Book a table for two."
+  smyth send Concierge --session alice --json "And a taxi at eight."
+  smyth chat Concierge --session alice        (/quit leaves it open, /close ends it)
+  printf 'hello\\n/close\\n' | smyth chat Concierge --session bob
+"""
+
+_CHAT_HELP = "/quit (or end of input) leaves the session open, /close ends it, /help shows this"
+
+# Agent statuses worth naming on the waiting line (``idle``/``running`` say nothing).
+_BUSY = {"thinking": "thinking", "acting": "running", "awaiting_approval": "awaiting approval"}
+
+
+def add_session_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    """Add ``send`` and ``chat``.
+
+    Args:
+        commands: The subcommands of ``smyth``.
+    """
+    send = commands.add_parser(
+        "send",
+        help="send one message to an agent's session and print the reply",
+        description="Send TEXT to the session (starting it if need be) and print the "
+        "agent's reply.",
+        epilog=_SESSION_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_session_options(send)
+    send.add_argument("text", metavar="TEXT", help="the message")
+    send.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="post the message as an event and return at once; the agent answers it, "
+        "but nobody gets the reply",
+    )
+    send.add_argument(
+        "--json", action="store_true", help="print the SessionReply as JSON (null with --no-wait)"
+    )
+    send.set_defaults(handler=_cmd_send)
+
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an agent's session in the terminal",
+        description="Read messages line by line from stdin (a terminal or a pipe), send "
+        f"each to the session and print the agent's replies. {_CHAT_HELP}.",
+        epilog=_SESSION_EPILOG,
+        formatter_class=_EpilogFormatter,
+    )
+    _add_session_options(chat)
+    chat.set_defaults(handler=_cmd_chat)
+
+
+def _add_session_options(parser: argparse.ArgumentParser) -> None:
+    _add_common_options(parser, task_queue=True)
+    parser.add_argument(
+        "agent", metavar="AGENT", help="the agent's workflow type name or module:Class"
+    )
+    parser.add_argument(
+        "--session", type=_non_empty, required=True, metavar="ID", help="names the session"
+    )
+    parser.add_argument(
+        "--tenant", type=_non_empty, default="default", help="whose session (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--sender", type=_non_empty, metavar="NAME", help="who sends, kept in the session"
+    )
+
+
+# -- commands ---------------------------------------------------------------------
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    return _run_async(_send(args))
+
+
+async def _send(args: argparse.Namespace) -> int:
+    _ignore_unread_start_failures()
+    session = await _Session.open(args)
+    reply = await session.send(args.text, wait=not args.no_wait)
+    if reply is None:
+        print("null" if args.json else f"sent to {session.workflow_id} (not waiting for a reply)")
+    elif args.json:
+        print(reply.model_dump_json(indent=2))
+    else:
+        print(reply.text, flush=True)
+        status(_summary(session, reply))
+    return EXIT_OK
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    return _run_async(_chat(args))
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    _ignore_unread_start_failures()
+    interactive = sys.stdin.isatty()
+    session = await _Session.open(args)
+    if interactive:
+        status(f"session {session.workflow_id}; {_CHAT_HELP}")
+    while True:
+        line = await _read_line(CHAT_PROMPT if interactive else "")
+        if line is None:  # end of input
+            if interactive:
+                print()  # the shell's prompt on a line of its own after Ctrl-D
+            break
+        text = line.strip()
+        if not text:
+            continue
+        if text == "/quit":
+            break
+        if text == "/help":
+            status(_CHAT_HELP)
+            continue
+        if text == "/close":
+            await session.close()
+            status(f"closed session {session.workflow_id}")
+            return EXIT_OK
+        try:
+            reply = await session.send(text)
+        except InvalidMessageError as exc:
+            status(error_line(exc))
+            continue
+        assert reply is not None  # sent with wait=True
+        print(f"{session.agent}> {reply.text}", flush=True)
+    status(f"session {session.workflow_id} stays open; go on with `{session.command()}`")
+    return EXIT_OK
+
+
+# -- a session, from the CLI's side -----------------------------------------------
+
+
+@dataclass
+class _Session:
+    """One agent's session as the CLI talks to it."""
+
+    agents: AgentClient
+    agent: str
+    session_id: str
+    tenant: str
+    sender: str | None
+    pollers: int
+    running: bool = False
+    """Known to have a running run a worker has served (no pickup check needed)."""
+
+    @classmethod
+    async def open(cls, args: argparse.Namespace) -> _Session:
+        """Connect, and warn when no worker polls the queue (the reply would wait)."""
+        agent = _agent_type(args.agent)
+        agents = await AgentClient.connect(_settings(args))
+        session = cls(
+            agents, agent, args.session, args.tenant, args.sender, await agents.workers_polling()
+        )
+        if session.pollers == 0:
+            status(
+                f"warning: no worker polls task queue {agents.task_queue!r}; the message "
+                f"waits until one does (start one with `smyth worker module:{agent}`)"
+            )
+        return session
+
+    @property
+    def workflow_id(self) -> str:
+        """The session's workflow id."""
+        return session_workflow_id(self.agent, self.tenant, self.session_id)
+
+    def command(self) -> str:
+        """The ``smyth chat`` command that goes on with this session."""
+        tenant = f" --tenant {self.tenant}" if self.tenant != "default" else ""
+        return f"smyth chat {self.agent} --session {self.session_id}{tenant}"
+
+    async def send(self, text: str, *, wait: bool = True) -> SessionReply | None:
+        """Send one message, showing progress on a terminal while the reply is due.
+
+        A message that starts the session is watched until a worker takes it: a worker
+        on the queue without the agent fails it forever, which ends in an error here.
+
+        Raises:
+            InvalidMessageError: The session refused the message.
+            UnknownAgentError: No worker on the queue serves the agent.
+            ClientError: The wait for the reply was cut short by the server.
+        """
+        check = self.pollers > 0 and not self.running and not await self._is_running()
+        sending = asyncio.create_task(
+            self.agents.send(
+                self.agent,
+                self.session_id,
+                text,
+                tenant=self.tenant,
+                sender=self.sender,
+                wait=wait,
+            )
+        )
+        checking = asyncio.create_task(self._confirm_pickup()) if check else None
+        tasks = [t for t in (sending, checking) if t is not None]
+        try:
+            async with _waiting(self.agents, self.agent, self.workflow_id, enabled=wait):
+                if checking is not None:
+                    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                    if checking.done() or not wait or sending.exception() is not None:
+                        # Its error (no worker serves the agent) explains a failed send.
+                        await checking
+                reply = await sending
+        except WorkflowUpdateRPCTimeoutOrCancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise asyncio.CancelledError from None  # Ctrl-C: exit 130, not an error line
+            raise ClientError(
+                f"the wait for the reply of {self.workflow_id} was cut short; the agent may "
+                f"still answer: see `smyth state {self.workflow_id}`"
+            ) from None
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # read every outcome
+        self.running = True
+        return reply
+
+    async def close(self) -> None:
+        """End the session once the messages already sent to it are answered.
+
+        Raises:
+            ClientError: The session is not open.
+        """
+        try:
+            await self.agents.close_session(self.agent, self.session_id, tenant=self.tenant)
+        except AgentNotFoundError as exc:
+            raise ClientError(
+                f"session {self.workflow_id} is not open (never started, or ended); "
+                "there is nothing to close"
+            ) from exc
+
+    async def _is_running(self) -> bool:
+        try:
+            description = await self.agents.client.get_workflow_handle(self.workflow_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return description.status == WorkflowExecutionStatus.RUNNING
+
+    async def _confirm_pickup(self) -> None:
+        """Once the message has started the session's run, wait for a worker to take it."""
+        handle = self.agents.client.get_workflow_handle(self.workflow_id, result_type=AgentResult)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + PICKUP_TIMEOUT
+        while not await self._is_running():
+            if loop.time() > deadline:
+                return  # not started: the send itself reports why
+            await asyncio.sleep(_EXISTS_POLL)
+        await _confirm_pickup(handle, self.agent, self.agents.task_queue)
+
+
+def _ignore_unread_start_failures() -> None:
+    """Keep temporalio's second copy of a failed update-with-start off stderr.
+
+    When an update-with-start call fails (or is cancelled) before the server answers,
+    temporalio also sets the error on the start operation's future, which
+    ``AgentClient.send`` never reads; asyncio would then log "Future exception was never
+    retrieved" with a traceback after the CLI's one error line. ``send`` raises the
+    error itself, so nothing is lost. Other unread failures are logged as usual.
+    """
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        unread = context.get("future")
+        error = context.get("exception")
+        if not isinstance(unread, asyncio.Task) and isinstance(
+            error, RPCError | asyncio.CancelledError
+        ):
+            return
+        loop.default_exception_handler(context)
+
+    asyncio.get_running_loop().set_exception_handler(handle)
+
+
+def _summary(session: _Session, reply: SessionReply) -> str:
+    """``message 2 of Concierge-session-default-s1; 2 requests, 40 tokens ...``."""
+    return f"message {reply.number} of {session.workflow_id}; {format_usage(reply.usage)}"
+
+
+# -- terminal ---------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _waiting(
+    agents: AgentClient,
+    agent: str,
+    workflow_id: str,
+    *,
+    enabled: bool = True,
+    stream: TextIO | None = None,
+) -> AsyncIterator[None]:
+    """Show ``waiting for AGENT… 3s`` on ``stream`` (stderr) if it is a terminal.
+
+    The line appears after ``PROGRESS_DELAY``, says what the agent does when a state
+    query tells (thinking, running a tool, awaiting an approval), and is erased at the
+    end. It leaves the cursor at the start of the line, so a status line printed
+    meanwhile overwrites it rather than running on from it.
+    """
+    out = stream or sys.stderr
+    if not enabled or not out.isatty():
+        yield
+        return
+    ticker = asyncio.create_task(_tick(agents, agent, workflow_id, out))
+    try:
+        yield
+    finally:
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+        out.write("\r\x1b[K")
+        out.flush()
+
+
+async def _tick(agents: AgentClient, agent: str, workflow_id: str, out: TextIO) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.sleep(PROGRESS_DELAY)
+    doing = ""
+    # Best-effort and in the background: a query waits for a worker, the line must not.
+    query: asyncio.Task[AgentState] | None = None
+    try:
+        while True:
+            if query is None or query.done():
+                if query is not None and not query.cancelled() and query.exception() is None:
+                    doing = _doing(query.result())
+                query = asyncio.create_task(agents.state(workflow_id))
+            elapsed = loop.time() - started
+            out.write(f"\r\x1b[Kwaiting for {agent}… {int(elapsed)}s{doing}\r")
+            out.flush()
+            await asyncio.sleep(TICK_INTERVAL - (elapsed % TICK_INTERVAL))
+    finally:
+        if query is not None:
+            query.cancel()
+            await asyncio.gather(query, return_exceptions=True)
+
+
+def _doing(state: AgentState) -> str:
+    """``  (running daily_report)``: what a busy agent does, or nothing."""
+    busy = _BUSY.get(state.status)
+    if busy is None:
+        return ""
+    if state.pending_tool_calls:
+        tools = ", ".join(call.name for call in state.pending_tool_calls)
+        return f"  ({busy} {one_line(tools, 60)})"
+    return f"  ({busy})"
+
+
+async def _read_line(prompt: str) -> str | None:
+    """One line of stdin without its newline (``None`` at end of input).
+
+    Read on a daemon thread of its own, not the loop's executor: a thread blocked in
+    ``input`` would keep ``asyncio.run`` from returning after Ctrl-C.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(value: str | None) -> None:
+        if not line.done():
+            line.set_result(value)
+
+    def read() -> None:
+        try:
+            value: str | None = input(prompt)
+        except EOFError:
+            value = None
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(deliver, value)
+
+    threading.Thread(target=read, name="smyth-chat-stdin", daemon=True).start()
+    return await line
