@@ -285,12 +285,20 @@ class AgentClient:
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
-            reply: SessionReply = await self.client.execute_update_with_start_workflow(
-                SESSION_MESSAGE_UPDATE,
-                message,
-                start_workflow_operation=operation,
-                result_type=SessionReply,
-            )
+            try:
+                reply: SessionReply = await self.client.execute_update_with_start_workflow(
+                    SESSION_MESSAGE_UPDATE,
+                    message,
+                    start_workflow_operation=operation,
+                    result_type=SessionReply,
+                )
+            except BaseException:
+                # temporalio also sets the failure on the operation's handle future,
+                # which nobody awaits; read it, or asyncio reports it at exit.
+                future = operation._workflow_handle
+                if future.done() and not future.cancelled():
+                    future.exception()
+                raise
             return reply
 
         try:
