@@ -12,7 +12,11 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient
-from smyth_temporal.testing import new_task_queue, start_dev_environment
+from smyth_temporal.testing import (
+    new_task_queue,
+    start_dev_environment,
+    start_time_skipping_environment,
+)
 from tests.agents import LEDGER_ENV
 
 
@@ -82,3 +86,13 @@ def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def agents(client: Client, task_queue: str) -> AgentClient:
     return AgentClient(client, task_queue=task_queue)
+
+
+@pytest.fixture(scope="module")
+async def skipping() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's time-skipping test server, for a module's tests of long waits."""
+    environment = await start_time_skipping_environment()
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,21 +16,11 @@ from smyth_temporal.testing import (
     agent_worker,
     new_task_queue,
     reply,
-    start_time_skipping_environment,
     tool_call,
 )
 from tests.agents import read_ledger
 from tests.approval_agents import OfflineStrictTrader as StrictTrader
 from tests.approval_agents import OfflineTrader as Trader
-
-
-@pytest.fixture(scope="module")
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    environment = await start_time_skipping_environment()
-    try:
-        yield environment
-    finally:
-        await environment.shutdown()
 
 
 def executed(ledger: Path) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -22,7 +21,6 @@ from smyth_temporal.testing import (
     agent_worker,
     new_task_queue,
     reply,
-    start_time_skipping_environment,
     tool_call,
 )
 from tests.context_agents import Concierge
@@ -119,15 +117,6 @@ async def test_bad_messages_are_refused_and_leave_no_trace(
         closed = await agents.result(workflow_id)
     assert after == before
     assert closed.status == "completed"
-
-
-@pytest.fixture(scope="module")
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    environment = await start_time_skipping_environment()
-    try:
-        yield environment
-    finally:
-        await environment.shutdown()
 
 
 async def test_a_session_spans_days_and_worker_restarts(skipping: WorkflowEnvironment) -> None:

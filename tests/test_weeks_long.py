@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
@@ -23,22 +21,12 @@ from smyth_temporal.testing import (
     agent_worker,
     new_task_queue,
     reply,
-    start_time_skipping_environment,
     tool_call,
 )
 from tests.context_agents import APPROVAL_CYCLE, HourlyMonitor, Napper
 
 CYCLES = int(__import__("os").environ.get("SMYTH_TEST_CYCLES", "720"))
 MAX_RUN_HISTORY_BYTES = 4 * 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-async def skipping() -> AsyncIterator[WorkflowEnvironment]:
-    environment = await start_time_skipping_environment()
-    try:
-        yield environment
-    finally:
-        await environment.shutdown()
 
 
 def monitor_turn(request: ModelRequest) -> ModelResponse:
