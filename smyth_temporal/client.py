@@ -25,6 +25,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._memory_client import MemoryClient
+from smyth_temporal._names import workflow_type_name
 from smyth_temporal._schedules import ScheduleClient
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
@@ -86,10 +87,10 @@ def agent_name(agent: AgentRef) -> str:
     """
     if isinstance(agent, str):
         return agent
-    defn = getattr(agent, "__temporal_workflow_definition", None)
-    if defn is None or not defn.name:
+    name = workflow_type_name(agent)
+    if name is None:
         raise UnknownAgentError(f"{agent.__qualname__} is not decorated with @workflow.defn")
-    return str(defn.name)
+    return name
 
 
 class AgentClient:
@@ -304,8 +305,7 @@ class AgentClient:
         try:
             return await self._across_runs(workflow_id, deliver)
         except WorkflowUpdateFailedError as exc:
-            reason = exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
-            raise InvalidMessageError(f"session {workflow_id}: {reason}") from exc
+            raise InvalidMessageError(f"session {workflow_id}: {_refusal(exc)}") from exc
 
     async def close_session(
         self, agent: AgentRef, session_id: str, *, tenant: str = "default"
@@ -384,8 +384,7 @@ class AgentClient:
                 workflow_id, APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
             )
         except WorkflowUpdateFailedError as exc:
-            reason = exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
-            raise InvalidDecisionError(reason) from exc
+            raise InvalidDecisionError(_refusal(exc)) from exc
 
     async def approve(
         self,
@@ -495,6 +494,11 @@ _T = TypeVar("_T")
 
 _SWITCH_RETRIES = 50
 _SWITCH_RETRY_DELAY = 0.05
+
+
+def _refusal(exc: WorkflowUpdateFailedError) -> str:
+    """Why an agent refused an update (its validator's or handler's message)."""
+    return exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
 
 
 def _reached_a_closed_run(exc: RPCError) -> bool:

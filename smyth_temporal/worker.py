@@ -34,6 +34,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from smyth_temporal._names import workflow_type_name
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.client import connect_client
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
@@ -98,7 +99,7 @@ def load_agents(specs: Sequence[str]) -> list[type[AgentWorkflow]]:
         agent = load_agent(spec)
         if agent in agents:
             continue
-        name = _workflow_name(agent)
+        name = _agent_type(agent)
         if name in names:
             # The worker would refuse this anyway, with a less helpful message.
             raise ConfigurationError(
@@ -214,7 +215,7 @@ async def run_worker(
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
-    names = [_workflow_name(agent) for agent in agents]
+    names = [_agent_type(agent) for agent in agents]
     client = await connect_client(settings, plugins=[SmythPlugin(model=model)])
     await _check_namespace(client, settings)
     options: dict[str, Any] = {}
@@ -401,15 +402,15 @@ def _is_workflow_defn(cls: type) -> bool:
     defn = getattr(cls, "__temporal_workflow_definition", None)
     # The definition is inherited as a class attribute, so a subclass that forgot
     # the decorator would otherwise pass as its parent. Dynamic workflows have no name.
-    return defn is not None and getattr(defn, "cls", None) is cls and bool(defn.name)
+    return getattr(defn, "cls", None) is cls and workflow_type_name(cls) is not None
+
+
+def _agent_type(agent: type[AgentWorkflow]) -> str:
+    return workflow_type_name(agent) or agent.__qualname__
 
 
 def _has_async_complete(target: object) -> bool:
     return inspect.iscoroutinefunction(getattr(target, "complete", None))
-
-
-def _workflow_name(agent: type[AgentWorkflow]) -> str:
-    return str(agent.__temporal_workflow_definition.name)  # type: ignore[attr-defined]
 
 
 def _describe(target: object) -> str:

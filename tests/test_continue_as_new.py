@@ -6,26 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, AgentNotFoundError
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from tests.chains import chain_histories
 from tests.context_agents import HOPS, Relay, Switchboard
 
 
 async def run_chain(client: Client, workflow_id: str) -> list[str]:
     """The run ids of a workflow's continue-as-new chain, oldest first."""
-    handle = client.get_workflow_handle(workflow_id)
-    description = await handle.describe()
-    first = description.raw_description.workflow_execution_info.first_run_id
-    chain = [first]
-    while True:
-        history = await client.get_workflow_handle(workflow_id, run_id=chain[-1]).fetch_history()
-        last = history.events[-1]
-        if last.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            return chain
-        chain.append(last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id)
+    return [h.run_id for h in await chain_histories(client, workflow_id)]
 
 
 async def test_a_long_task_continues_as_new_and_carries_its_state(

@@ -7,8 +7,6 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentInput
@@ -23,6 +21,7 @@ from smyth_temporal.testing import (
     reply,
     tool_call,
 )
+from tests.chains import chain_histories
 from tests.context_agents import APPROVAL_CYCLE, HourlyMonitor, Napper
 
 CYCLES = int(__import__("os").environ.get("SMYTH_TEST_CYCLES", "720"))
@@ -42,20 +41,6 @@ def monitor_turn(request: ModelRequest) -> ModelResponse:
         for m in re.findall(r"Cycle (\d+)", " ".join(x.content or "" for x in request.messages))
     )
     return reply(f"Cycle {cycle} report: {(last.content or '')[:40]}")
-
-
-async def run_histories(client: Client, workflow_id: str) -> list[int]:
-    """The history size in bytes of every run of a continue-as-new chain, oldest first."""
-    description = await client.get_workflow_handle(workflow_id).describe()
-    run_id = description.raw_description.workflow_execution_info.first_run_id
-    sizes: list[int] = []
-    while True:
-        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-        sizes.append(sum(event.ByteSize() for event in history.events))
-        last = history.events[-1]
-        if last.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-            return sizes
-        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
 
 
 async def test_a_monitor_runs_for_thirty_simulated_days(
@@ -111,7 +96,8 @@ async def test_a_monitor_runs_for_thirty_simulated_days(
     assert len(transcripts) > 100
     assert final.compactions and final.compactions[-1].first_step == 1
     # Several runs, none with a history over a few MB.
-    sizes = await run_histories(skipping.client, handle.id)
+    histories = await chain_histories(skipping.client, handle.id)
+    sizes = [sum(event.ByteSize() for event in h.events) for h in histories]
     print(f"runs={len(sizes)} history bytes per run={sizes}")
     assert len(sizes) >= 5
     assert max(sizes) < MAX_RUN_HISTORY_BYTES

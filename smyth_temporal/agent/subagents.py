@@ -6,6 +6,7 @@ import dataclasses
 import functools
 from typing import Any
 
+from smyth_temporal._names import workflow_type_name
 from smyth_temporal.exceptions import UserError
 from smyth_temporal.tools._tool import Tool, tool
 
@@ -34,12 +35,7 @@ def delegate_tool_for(subagents: tuple[Any, ...]) -> Tool:
 
     Cached, so an agent offers the same tool object (and its cached schema) each turn.
     """
-    names = ", ".join(
-        str(getattr(a, "__temporal_workflow_definition").name)
-        if hasattr(a, "__temporal_workflow_definition")
-        else a.__qualname__
-        for a in subagents
-    )
+    names = ", ".join(workflow_type_name(a) or a.__qualname__ for a in subagents)
     return dataclasses.replace(
         _DELEGATE, description=f"{_DELEGATE.description} Sub-agents: {names}."
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, NoReturn
 
@@ -18,6 +18,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal._names import workflow_type_name
 from smyth_temporal.agent.approvals import (
     PENDING_APPROVALS_ATTRIBUTE,
     PENDING_APPROVALS_MEMO,
@@ -254,17 +255,12 @@ class AgentWorkflow:
             return await self.run_session(input)
         if not self.begin(input):
             await self.load_memories()
-        result: AgentResult | None = None
-        while self.step < self.step_limit and not self.out_of_tokens:
-            reply = await self.think()
-            if not reply.tool_calls:
-                result = self.finish(reply.content or "")
-                break
-            await self.act(reply.tool_calls)
-            self.continue_as_new_if_needed()
-        if result is None:
+        answer = await self._until_answer(self.step_limit, self.continue_as_new_if_needed)
+        if answer is None:
             self._log.warning("agent.max_steps", step=self.step)
             result = self.finish(self.last_text(), status="max_steps")
+        else:
+            result = self.finish(answer.content or "")
         await self.record_episode(result)
         return result
 
@@ -496,7 +492,7 @@ class AgentWorkflow:
             raise UserError(
                 f"{type(self).__name__} has no memory: set AgentConfig.memory_namespace"
             )
-        return MemoryScope(tenant=self.input.tenant, namespace=namespace)
+        return self._scope(namespace)
 
     async def recall(
         self,
@@ -536,13 +532,8 @@ class AgentWorkflow:
         ``namespace`` overrides ``config.memory_namespace`` (the tenant never changes).
         """
         now = workflow.now()
-        scope = (
-            MemoryScope(tenant=self.input.tenant, namespace=namespace)
-            if namespace
-            else self.memory_scope
-        )
         request = RememberRequest(
-            scope=scope,
+            scope=self._scope(namespace) if namespace else self.memory_scope,
             texts=[text] if isinstance(text, str) else list(text),
             kind=kind,
             provenance=self._provenance(),
@@ -809,16 +800,12 @@ class AgentWorkflow:
         """
         self.messages.append(Message.user(text))
         limit = max_steps or self.step_limit
-        reply = await self.think()
-        for _ in range(limit - 1):
-            if not reply.tool_calls or self.out_of_tokens:
-                return reply
-            await self.act(reply.tool_calls)
-            reply = await self.think()
-        if reply.tool_calls:
-            await self.act(reply.tool_calls)
-            self._log.warning("agent.max_steps", step=self.step, limit=limit)
-        return reply
+        answer = await self._until_answer(self.step + limit)
+        if answer is not None:
+            return answer
+        self._log.warning("agent.max_steps", step=self.step, limit=limit)
+        last = (m for m in reversed(self.messages) if m.role == "assistant")
+        return next(last, Message(role="assistant", content=""))
 
     async def sleep(self, duration: timedelta, *, reason: str | None = None) -> None:
         """Wait ``duration`` on a durable timer (status ``sleeping``).
@@ -961,11 +948,12 @@ class AgentWorkflow:
         """The state the next run starts from (see ``AgentCheckpoint``)."""
         approvals = list(self._approvals.values())
         decided = [r for r in approvals if r.status != "pending"][-CARRIED_APPROVALS:]
+        carried = {r.id for r in decided}
         return AgentCheckpoint(
             messages=self.messages,
             step=self.step,
             usage=self.usage,
-            approvals=[r for r in approvals if r.status == "pending" or r in decided],
+            approvals=[r for r in approvals if r.status == "pending" or r.id in carried],
             compactions=self.compactions,
             compaction_count=self._compaction_count,
             generation=self._generation + 1,
@@ -975,6 +963,19 @@ class AgentWorkflow:
         )
 
     # -- internals -----------------------------------------------------------------
+
+    async def _until_answer(
+        self, until_step: int, between_steps: Callable[[], None] | None = None
+    ) -> Message | None:
+        """Think and act until the model answers; ``None`` if the steps or tokens run out."""
+        while self.step < until_step and not self.out_of_tokens:
+            reply = await self.think()
+            if not reply.tool_calls:
+                return reply
+            await self.act(reply.tool_calls)
+            if between_steps is not None:
+                between_steps()
+        return None
 
     def _restore(self, checkpoint: AgentCheckpoint) -> None:
         self.messages = list(checkpoint.messages)
@@ -1083,6 +1084,9 @@ class AgentWorkflow:
 
     def _tool(self, name: str) -> Tool | None:
         return next((t for t in self.tools if t.name == name), None)
+
+    def _scope(self, namespace: str) -> MemoryScope:
+        return MemoryScope(tenant=self.input.tenant, namespace=namespace)
 
     def _provenance(self) -> Provenance:
         info = workflow.info()
@@ -1218,10 +1222,10 @@ class AgentWorkflow:
 
 
 def _workflow_name(agent: type[AgentWorkflow]) -> str:
-    defn = getattr(agent, "__temporal_workflow_definition", None)
-    if defn is None or not defn.name:
+    name = workflow_type_name(agent)
+    if name is None:
         raise UserError(f"{agent.__qualname__} is not decorated with @workflow.defn")
-    return str(defn.name)
+    return name
 
 
 def _install_init(cls: type[AgentWorkflow]) -> None:
