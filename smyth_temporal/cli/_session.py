@@ -312,11 +312,12 @@ class _Session:
 def _ignore_unread_start_failures() -> None:
     """Keep temporalio's second copy of a failed update-with-start off stderr.
 
-    When an update-with-start call fails (or is cancelled) before the server answers,
-    temporalio also sets the error on the start operation's future, which
-    ``AgentClient.send`` never reads; asyncio would then log "Future exception was never
-    retrieved" with a traceback after the CLI's one error line. ``send`` raises the
-    error itself, so nothing is lost. Other unread failures are logged as usual.
+    When an update-with-start call fails before the server answers, temporalio also
+    sets the error on the start operation's future. ``AgentClient.send`` reads it when
+    the call fails, but a call cancelled (Ctrl-C) mid-flight can have it set after
+    ``send`` is gone; asyncio would then log "Future exception was never retrieved"
+    with a traceback after the CLI's one error line. ``send`` raises the error itself,
+    so nothing is lost. Other unread failures are logged as usual.
     """
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
