@@ -692,8 +692,12 @@ async def _dev(server: DevServer) -> int:
                         f"the Temporal dev server exited unexpectedly with code {code}; "
                         f"see {server.log_path}"
                     )
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow
+                # a Ctrl-C that lands as its timeout fires, and `smyth dev` would
+                # never stop (seen once in CI); timeout() tells the two apart.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=0.5)
+                    async with asyncio.timeout(0.5):
+                        await stop.wait()
     finally:
         if server.running:
             status("stopping the Temporal dev server ...")
