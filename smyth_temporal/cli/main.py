@@ -667,6 +667,12 @@ def _cmd_dev(args: argparse.Namespace) -> int:
         state_dir=db_file.parent,
         host=host,
     )
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    if on_main_thread and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started from a background job, the process inherits SIGINT ignored, and
+        # asyncio.run then installs no handler: restore it, so that Ctrl-C or
+        # `kill -INT` stops the server here too.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return _run_async(_dev(server))
 
 
@@ -693,8 +699,7 @@ async def _dev(server: DevServer) -> int:
                         f"see {server.log_path}"
                     )
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow
-                # a Ctrl-C that lands as its timeout fires, and `smyth dev` would
-                # never stop (seen once in CI); timeout() tells the two apart.
+                # a cancellation that lands as its timeout fires.
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(0.5):
                         await stop.wait()
