@@ -55,7 +55,7 @@ from smyth_temporal.memory._store import (
     StoredPoint,
     StoreFilter,
 )
-from smyth_temporal.memory._types import MemoryScope
+from smyth_temporal.types.memory import MemoryScope
 
 DIM = 384
 TENANTS = 10

@@ -28,10 +28,7 @@ from smyth_temporal.agent import (
     ToolCall,
     Usage,
 )
-from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalOutcome, ApprovalRequest
-from smyth_temporal.agent.sessions import SessionMessage, SessionReply
 from smyth_temporal.client import AgentClient, PendingApproval
-from smyth_temporal.context import Compaction
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
@@ -52,7 +49,11 @@ from smyth_temporal.exceptions import (
 from smyth_temporal.memory import MemoryHit, MemoryRecord
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
-from smyth_temporal.tools import Tool, ToolContext, ToolEffect, tool, tool_context
+from smyth_temporal.tools import Tool, ToolContext, tool, tool_context
+from smyth_temporal.types.approvals import ApprovalDecision, ApprovalOutcome, ApprovalRequest
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.sessions import SessionMessage, SessionReply
+from smyth_temporal.types.tools import ToolEffect
 
 __version__ = "0.2.0"
 

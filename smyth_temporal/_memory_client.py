@@ -14,7 +14,7 @@ from smyth_temporal.memory._admin import (
     MemoryAdminRequest,
     MemoryAdminResult,
 )
-from smyth_temporal.memory._types import (
+from smyth_temporal.types.memory import (
     ForgetRequest,
     ListRequest,
     MemoryHit,

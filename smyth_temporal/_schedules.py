@@ -36,7 +36,6 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from smyth_temporal.agent.types import AgentInput
 from smyth_temporal.exceptions import (
     ClientError,
     ScheduleExistsError,
@@ -44,6 +43,7 @@ from smyth_temporal.exceptions import (
     ServerUnavailableError,
     UserError,
 )
+from smyth_temporal.types.agent import AgentInput
 
 if TYPE_CHECKING:
     from smyth_temporal.client import AgentRef

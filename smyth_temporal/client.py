@@ -27,23 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from smyth_temporal._memory_client import MemoryClient
 from smyth_temporal._names import workflow_type_name
 from smyth_temporal._schedules import ScheduleClient
-from smyth_temporal.agent.approvals import (
-    PENDING_APPROVALS_ATTRIBUTE,
-    PENDING_APPROVALS_MEMO,
-    ApprovalDecision,
-    ApprovalOutcome,
-    ApprovalRequest,
-)
-from smyth_temporal.agent.sessions import (
-    CLOSE_SESSION_SIGNAL,
-    SESSION_EVENT_SIGNAL,
-    SESSION_MESSAGE_UPDATE,
-    SessionMessage,
-    SessionReply,
-    session_workflow_id,
-)
-from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState
-from smyth_temporal.agent.workflow import APPROVAL_SIGNAL, APPROVAL_UPDATE, AgentWorkflow
+from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
@@ -54,6 +38,23 @@ from smyth_temporal.exceptions import (
 )
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
+from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+)
+from smyth_temporal.types.sessions import (
+    CLOSE_SESSION_SIGNAL,
+    SESSION_EVENT_SIGNAL,
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    SessionReply,
+    session_workflow_id,
+)
+from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, PENDING_APPROVALS_MEMO
 
 __all__ = ["AgentClient", "AgentRef", "PendingApproval", "agent_name"]
 

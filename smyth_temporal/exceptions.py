@@ -5,8 +5,11 @@ SmythError
 ├── UserError                    developer misuse, found before or while wiring things up
 │   ├── ToolDefinitionError      a @tool function that cannot become a tool
 │   └── ConfigurationError       invalid settings (addresses, task queue, model provider)
-├── ModelError                   the model provider failed (raised in the model activity)
-│   └── ModelHTTPError           the endpoint answered with an HTTP error status
+├── RunError                     a run failed, raised in workflow or activity code
+│   ├── ModelError               the model provider failed (raised in the model activity)
+│   │   └── ModelHTTPError       the endpoint answered with an HTTP error status
+│   ├── ApprovalExpiredError     an approval with ``on_timeout="fail"`` got no decision
+│   └── MemoryNotFoundError      no memory with that id in the caller's scope
 └── ClientError                  raised by AgentClient and the CLI
     ├── ServerUnavailableError   no Temporal server answers at the address
     ├── AgentNotFoundError       no agent run with that workflow id
@@ -22,23 +25,36 @@ Run outcomes that an agent can handle (a tool failing, bad tool arguments, the s
 limit) are not exceptions: they are reported to the model as tool results, or as the
 ``status`` of an ``AgentResult``.
 
-Inside activities, errors travel as temporalio ``ApplicationError``s whose ``type`` is
-one of the class names above (or, for transport failures of the model endpoint,
-``ModelTimeout`` and ``ModelConnectionError``, both retryable), so a failure seen in
-the workflow or in history is classified the same way as on the worker.
+Errors cross Temporal as ``ApplicationError``s whose ``type`` is one of the class names
+above (or, for transport failures of the model endpoint, ``ModelTimeout`` and
+``ModelConnectionError``, both retryable), so a failure seen in the workflow, in
+history or by a client is classified the same way as where it was raised.
+``application_error`` makes one from an exception of the tree; ``error_type`` finds
+the class again from a failure's ``type``. ``SmythPlugin`` lists ``UserError`` and
+``RunError`` as workflow failure types: raised in workflow code they fail the run
+with their message instead of retrying the workflow task forever.
+
+``InvalidDecisionError`` and ``InvalidMessageError`` are raised by the agent's update
+validators too (refusing the update before anything enters history) and re-raised by
+the client with the same class.
 """
 
 from __future__ import annotations
 
+from temporalio.exceptions import ApplicationError
+
 __all__ = [
     "AgentFailedError",
     "AgentNotFoundError",
+    "ApprovalExpiredError",
     "ClientError",
     "ConfigurationError",
     "InvalidDecisionError",
     "InvalidMessageError",
+    "MemoryNotFoundError",
     "ModelError",
     "ModelHTTPError",
+    "RunError",
     "ScheduleExistsError",
     "ScheduleNotFoundError",
     "ServerUnavailableError",
@@ -46,6 +62,8 @@ __all__ = [
     "ToolDefinitionError",
     "UnknownAgentError",
     "UserError",
+    "application_error",
+    "error_type",
 ]
 
 
@@ -65,7 +83,14 @@ class ConfigurationError(UserError):
     """A setting is missing or invalid (addresses, task queue, model provider, ...)."""
 
 
-class ModelError(SmythError):
+class RunError(SmythError):
+    """A run failed (or refused to go on); raised in workflow or activity code.
+
+    Added in 0.3.0.
+    """
+
+
+class ModelError(RunError):
     """The model provider failed to answer.
 
     Attributes:
@@ -87,6 +112,20 @@ class ModelHTTPError(ModelError):
     def __init__(self, message: str, *, status_code: int, retryable: bool) -> None:
         super().__init__(message, retryable=retryable)
         self.status_code = status_code
+
+
+class ApprovalExpiredError(RunError):
+    """An approval request whose tool says ``on_timeout="fail"`` got no decision in time.
+
+    Added in 0.3.0 (before, a failure of type ``ApprovalExpired``).
+    """
+
+
+class MemoryNotFoundError(RunError):
+    """No memory with the given id exists in the caller's tenant and namespace.
+
+    Added in 0.3.0 (before, a failure of type ``MemoryNotFound``).
+    """
 
 
 class ClientError(SmythError):
@@ -140,3 +179,22 @@ class ScheduleExistsError(ClientError):
 
     Added in 0.2.0.
     """
+
+
+def application_error(exc: SmythError, *, non_retryable: bool = True) -> ApplicationError:
+    """The ``ApplicationError`` that carries ``exc`` across Temporal (type = class name).
+
+    Added in 0.3.0.
+    """
+    return ApplicationError(str(exc), type=type(exc).__name__, non_retryable=non_retryable)
+
+
+def error_type(name: str | None) -> type[SmythError] | None:
+    """The class of this tree named by a failure's ``type``, or ``None``.
+
+    Added in 0.3.0.
+    """
+    if not name:
+        return None
+    found = globals().get(name)
+    return found if isinstance(found, type) and issubclass(found, SmythError) else None

@@ -30,7 +30,6 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.agent.sessions import session_workflow_id
 from smyth_temporal.memory import MemoryManager
 from smyth_temporal.memory._edge import EdgeStore
 from smyth_temporal.memory._embed import HashEmbedder
@@ -44,6 +43,7 @@ from smyth_temporal.testing import (
     start_dev_environment,
     tool_call,
 )
+from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Summarizer, read_ledger
 from tests.context_agents import Concierge, Digest, Relay
 from tests.worker_process import spawn_worker

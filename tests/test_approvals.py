@@ -10,9 +10,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentState, InvalidDecisionError
-from smyth_temporal.agent.approvals import arguments_sha256
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types import arguments_sha256
 from tests.agents import read_ledger
 from tests.approval_agents import Trader
 

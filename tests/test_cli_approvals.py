@@ -26,7 +26,6 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentState
-from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalRequest
 from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import (
     format_approvals,
@@ -36,6 +35,7 @@ from smyth_temporal.cli._output import (
 )
 from smyth_temporal.client import PendingApproval
 from smyth_temporal.testing import new_task_queue
+from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from tests.agents import LEDGER_ENV, read_ledger
 from tests.cli_support import (
     Outcome,

@@ -30,8 +30,8 @@ from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import format_hits, format_memories
 from smyth_temporal.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
 from smyth_temporal.memory._admin import MEMORY_ADMIN_WORKFLOW
-from smyth_temporal.memory._types import memory_id
 from smyth_temporal.testing import new_task_queue
+from smyth_temporal.types.memory import memory_id
 from tests.cli_support import (
     Outcome,
     assert_one_error_line,

@@ -19,12 +19,12 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from smyth_temporal import AgentClient
-from smyth_temporal.agent.messages import ToolCall
-from smyth_temporal.agent.sessions import SessionReply, session_workflow_id
-from smyth_temporal.agent.types import AgentState
 from smyth_temporal.cli import _session
 from smyth_temporal.cli.main import main
 from smyth_temporal.testing import ScriptedModel, agent_worker
+from smyth_temporal.types.agent import AgentState
+from smyth_temporal.types.messages import ToolCall
+from smyth_temporal.types.sessions import SessionReply, session_workflow_id
 from tests.cli_support import Outcome, assert_one_error_line, run_smyth
 from tests.context_agents import Concierge
 from tests.test_sessions import concierge

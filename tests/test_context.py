@@ -12,8 +12,8 @@ from smyth_temporal.context import estimate_tokens, pinned_prefix, plan_compacti
 from smyth_temporal.memory import MemoryManager
 from smyth_temporal.memory._edge import EdgeStore
 from smyth_temporal.memory._embed import HashEmbedder
-from smyth_temporal.models._types import ModelRequest
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.model import ModelRequest
 from tests.context_agents import Digest, report_text
 
 DAYS = 12

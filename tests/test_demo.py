@@ -21,7 +21,6 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import ApprovalDecision, ApprovalRequest, Settings
-from smyth_temporal.agent.approvals import arguments_sha256
 from smyth_temporal.cli._demo import (
     Decision,
     DemoError,
@@ -35,6 +34,7 @@ from smyth_temporal.cli._demo import (
     history_facts,
     read_executions,
 )
+from smyth_temporal.types import arguments_sha256
 
 DEMO_TIMEOUT = 90.0
 SALE = {"symbol": "ACME", "quantity": 5000}

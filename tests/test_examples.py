@@ -29,11 +29,11 @@ from examples.market_monitor.script import SESSION, scripted_model
 from examples.market_monitor.tools import read_ledger, sell_position, send_alert
 from examples.market_monitor.workflows import MarketMonitor
 from smyth_temporal import AgentClient, AgentNotFoundError, AgentResult, AgentState
-from smyth_temporal.agent.approvals import arguments_sha256
 from smyth_temporal.cli import _demo
 from smyth_temporal.testing import agent_worker
 from smyth_temporal.tools._activity import tool_activities
-from smyth_temporal.tools._types import ToolInvocation
+from smyth_temporal.types import arguments_sha256
+from smyth_temporal.types.tools import ToolInvocation
 
 SALE = {"symbol": "ACME", "quantity": POSITION_SHARES // 2}
 """The sale the scripted session asks for: half of the ACME position."""

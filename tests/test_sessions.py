@@ -10,11 +10,6 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentInput, AgentNotFoundError, InvalidMessageError
-from smyth_temporal.agent.sessions import (
-    SESSION_MESSAGE_UPDATE,
-    SessionMessage,
-    session_workflow_id,
-)
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     ScriptedModel,
@@ -22,6 +17,11 @@ from smyth_temporal.testing import (
     new_task_queue,
     reply,
     tool_call,
+)
+from smyth_temporal.types.sessions import (
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    session_workflow_id,
 )
 from tests.context_agents import Concierge
 

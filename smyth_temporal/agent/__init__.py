@@ -1,8 +1,8 @@
 """The agent runtime (workflow side, deterministic): the base class, its config and data."""
 
 from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.agent.types import (
+from smyth_temporal.agent.workflow import AgentWorkflow
+from smyth_temporal.types.agent import (
     AgentCheckpoint,
     AgentInput,
     AgentLimits,
@@ -10,7 +10,7 @@ from smyth_temporal.agent.types import (
     AgentState,
     AgentStatus,
 )
-from smyth_temporal.agent.workflow import AgentWorkflow
+from smyth_temporal.types.messages import Message, ToolCall, Usage
 
 __all__ = [
     "AgentCheckpoint",

@@ -9,12 +9,13 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-from smyth_temporal.agent.approvals import DEFAULT_APPROVAL_TIMEOUT
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.tools._tool import OnTimeout, Tool
+from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.tools import OnTimeout
 
 __all__ = [
+    "DEFAULT_APPROVAL_TIMEOUT",
     "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_MODEL_HEARTBEAT_TIMEOUT",
@@ -24,6 +25,9 @@ __all__ = [
     "DEFAULT_TRANSCRIPT_NAMESPACE",
     "AgentConfig",
 ]
+
+DEFAULT_APPROVAL_TIMEOUT = timedelta(days=7)
+"""How long an approval request waits for a decision when nothing else is said."""
 
 DEFAULT_MAX_STEPS = 20
 """Model turns an agent may take before it stops with status ``max_steps``."""

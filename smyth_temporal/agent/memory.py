@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from smyth_temporal.agent.messages import Message
 from smyth_temporal.exceptions import UserError
-from smyth_temporal.memory._types import MemoryHit
 from smyth_temporal.tools._tool import Tool, tool
+from smyth_temporal.types.memory import MemoryHit
+from smyth_temporal.types.messages import Message
 
 __all__ = [
     "BUILTIN_MEMORY_TOOLS",

@@ -19,18 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._names import workflow_type_name
-from smyth_temporal.agent.approvals import (
-    PENDING_APPROVALS_ATTRIBUTE,
-    PENDING_APPROVALS_MEMO,
-    STATUS_ATTRIBUTE,
-    ApprovalDecision,
-    ApprovalOutcome,
-    ApprovalRequest,
-    ApprovalStatus,
-    InvalidDecision,
-    arguments_sha256,
-    check_decision,
-)
+from smyth_temporal.agent.approvals import InvalidDecision, check_decision
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.memory import (
     BUILTIN_MEMORY_TOOLS,
@@ -39,16 +28,18 @@ from smyth_temporal.agent.memory import (
     format_hits,
     memory_block,
 )
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.agent.sessions import (
-    CLOSE_SESSION_SIGNAL,
-    SESSION_EVENT_SIGNAL,
-    SESSION_MESSAGE_UPDATE,
-    SessionMessage,
-    SessionReply,
-)
 from smyth_temporal.agent.subagents import DELEGATE_TOOL, delegate_tool_for
-from smyth_temporal.agent.types import (
+from smyth_temporal.context import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    CompactionPlan,
+    fallback_summary,
+    plan_compaction,
+    summary_message,
+    transcript_chunks,
+)
+from smyth_temporal.exceptions import UserError
+from smyth_temporal.tools._tool import Tool, ToolArgumentsError
+from smyth_temporal.types.agent import (
     TERMINAL_STATUSES,
     AgentCheckpoint,
     AgentInput,
@@ -57,17 +48,17 @@ from smyth_temporal.agent.types import (
     AgentState,
     AgentStatus,
 )
-from smyth_temporal.context import (
-    DEFAULT_SUMMARY_INSTRUCTIONS,
-    Compaction,
-    CompactionPlan,
-    fallback_summary,
-    plan_compaction,
-    summary_message,
-    transcript_chunks,
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+    ApprovalStatus,
+    arguments_sha256,
 )
-from smyth_temporal.exceptions import UserError
-from smyth_temporal.memory._types import (
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_RECALL,
     MEMORY_ACTIVITY_REMEMBER,
@@ -82,24 +73,28 @@ from smyth_temporal.memory._types import (
     RememberRequest,
     SupersedeRequest,
 )
-from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResponse
-from smyth_temporal.tools._tool import Tool, ToolArgumentsError
-from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
+from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.sessions import (
+    CLOSE_SESSION_SIGNAL,
+    SESSION_EVENT_SIGNAL,
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    SessionReply,
+)
+from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
+from smyth_temporal.types.visibility import (
+    PENDING_APPROVALS_ATTRIBUTE,
+    PENDING_APPROVALS_MEMO,
+    STATUS_ATTRIBUTE,
+)
 
 __all__ = [
-    "APPROVAL_SIGNAL",
-    "APPROVAL_UPDATE",
     "CARRIED_APPROVALS",
     "CARRIED_COMPACTIONS",
     "MAX_OUTPUT_CHARS",
     "AgentWorkflow",
 ]
-
-APPROVAL_SIGNAL = "approval_decision"
-"""Signal carrying an ``ApprovalDecision`` (fire-and-forget; invalid ones are logged)."""
-
-APPROVAL_UPDATE = "decide_approval"
-"""Update carrying an ``ApprovalDecision``; answers ``ApprovalOutcome`` or rejects it."""
 
 MAX_OUTPUT_CHARS = 200_000
 """The most characters of final output an ``AgentResult`` carries.

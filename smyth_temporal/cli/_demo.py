@@ -56,14 +56,6 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 import smyth_temporal
-from smyth_temporal.agent.approvals import (
-    PENDING_APPROVALS_ATTRIBUTE,
-    SEARCH_ATTRIBUTES,
-    ApprovalRequest,
-)
-from smyth_temporal.agent.messages import Message, ToolCall
-from smyth_temporal.agent.types import AgentInput, AgentResult, AgentState
-from smyth_temporal.agent.workflow import APPROVAL_SIGNAL, APPROVAL_UPDATE
 from smyth_temporal.cli._devserver import DEFAULT_STATE_DIR, ensure_dev_server
 from smyth_temporal.cli._output import error_line, format_usage, one_line
 from smyth_temporal.cli.main import CORE_SETTLE_DELAY
@@ -72,6 +64,10 @@ from smyth_temporal.exceptions import ClientError, SmythError
 from smyth_temporal.settings import Settings
 from smyth_temporal.storage._defaults import DEFAULT_PAYLOAD_PATH
 from smyth_temporal.testing import register_search_attributes
+from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState
+from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE, ApprovalRequest
+from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, SEARCH_ATTRIBUTES
 
 __all__ = [
     "AGENT",

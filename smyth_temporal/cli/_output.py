@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from smyth_temporal.agent.approvals import ApprovalDecision, ApprovalRequest
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.agent.types import AgentState
 from smyth_temporal.client import PendingApproval
-from smyth_temporal.memory._types import MemoryHit, MemoryRecord
+from smyth_temporal.types import ApprovalDecision, ApprovalRequest
+from smyth_temporal.types.agent import AgentState
+from smyth_temporal.types.memory import MemoryHit, MemoryRecord
+from smyth_temporal.types.messages import Message, ToolCall, Usage
 
 __all__ = [
     "compact_json",

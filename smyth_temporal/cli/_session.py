@@ -22,8 +22,6 @@ from typing import Any, TextIO
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from smyth_temporal.agent.sessions import SessionReply, session_workflow_id
-from smyth_temporal.agent.types import AgentResult, AgentState
 from smyth_temporal.cli._output import error_line, format_usage, one_line, status
 from smyth_temporal.cli.main import (
     EXIT_OK,
@@ -38,6 +36,8 @@ from smyth_temporal.cli.main import (
 )
 from smyth_temporal.client import AgentClient
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidMessageError
+from smyth_temporal.types.agent import AgentResult, AgentState
+from smyth_temporal.types.sessions import SessionReply, session_workflow_id
 
 __all__ = ["CHAT_PROMPT", "PROGRESS_DELAY", "TICK_INTERVAL", "add_session_commands"]
 

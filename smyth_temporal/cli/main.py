@@ -57,8 +57,6 @@ from temporalio.service import RPCError
 from smyth_temporal import __version__
 from smyth_temporal._logging import configure_logging
 from smyth_temporal._memory_client import MemoryClient
-from smyth_temporal.agent.approvals import ApprovalDecision
-from smyth_temporal.agent.types import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.cli._devserver import (
     DEFAULT_DEV_PORT,
     DEFAULT_STATE_DIR,
@@ -94,8 +92,10 @@ from smyth_temporal.memory._admin import (
     MemoryAdminRequest,
     MemoryAdminResult,
 )
-from smyth_temporal.memory._types import MemoryRecord
 from smyth_temporal.settings import Settings
+from smyth_temporal.types import ApprovalDecision
+from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
+from smyth_temporal.types.memory import MemoryRecord
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,

@@ -8,7 +8,6 @@ transcript texts for long-term memory, and records each compaction's lineage.
 
 from smyth_temporal.context._compaction import (
     DEFAULT_SUMMARY_INSTRUCTIONS,
-    Compaction,
     CompactionPlan,
     fallback_summary,
     pinned_prefix,
@@ -20,7 +19,6 @@ from smyth_temporal.context._tokens import TokenCounter, estimate_tokens
 
 __all__ = [
     "DEFAULT_SUMMARY_INSTRUCTIONS",
-    "Compaction",
     "CompactionPlan",
     "TokenCounter",
     "estimate_tokens",

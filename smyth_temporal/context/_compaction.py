@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from pydantic import BaseModel, Field
-
-from smyth_temporal.agent.messages import Message
 from smyth_temporal.context._tokens import TokenCounter
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.messages import Message
 
 __all__ = [
     "DEFAULT_SUMMARY_INSTRUCTIONS",
     "TRANSCRIPT_CHUNK_CHARS",
-    "Compaction",
     "CompactionPlan",
     "fallback_summary",
     "pinned_prefix",
@@ -36,40 +33,6 @@ earlier summary, fold it in. Write plain text, at most a few hundred words."""
 TRANSCRIPT_CHUNK_CHARS = 4_000
 """The most characters one archived transcript memory holds (longer messages are split),
 so every chunk fits an embedding model's input."""
-
-
-class Compaction(BaseModel):
-    """The lineage of one summary: what it replaced and where the originals went.
-
-    Added in 0.2.0.
-    """
-
-    id: str
-    """``cmp-<n>``: the n-th compaction of the agent (counted across continue-as-new)."""
-    first_step: int | None
-    """The earliest agent step among the replaced messages (``None``: only prompts)."""
-    last_step: int | None
-    """The latest agent step among the replaced messages."""
-    message_count: int
-    """How many messages the summary replaced (an earlier summary counts as one)."""
-    folded: list[str] = Field(default_factory=list)
-    """Ids of earlier compactions whose summaries this one folds in."""
-    namespace: str
-    """The memory namespace the originals were archived to (kind ``transcript``)."""
-    archived: list[str] = Field(default_factory=list)
-    """Ids of the transcript memories that hold the replaced messages."""
-    at_step: int
-    """The agent step at which the compaction ran."""
-    created_at: datetime
-    """When it ran (workflow time)."""
-    tokens_before: int
-    """Estimated prompt tokens before the compaction."""
-    tokens_after: int
-    """Estimated prompt tokens after it."""
-    fallback: bool = False
-    """The summarizer failed and a placeholder pointing at the archive stands in."""
-    error: str | None = None
-    """Why the summarizer failed, when it did."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from smyth_temporal.agent.messages import Message
+from smyth_temporal.types.messages import Message
 
 __all__ = ["CHARS_PER_TOKEN", "MESSAGE_OVERHEAD_TOKENS", "TokenCounter", "estimate_tokens"]
 

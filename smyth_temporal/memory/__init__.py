@@ -17,7 +17,7 @@ from smyth_temporal.memory._defaults import default_embedder, default_memory, de
 from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._store import MemoryStore
-from smyth_temporal.memory._types import MemoryHit, MemoryRecord, MemoryScope, Provenance
+from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
 
 if TYPE_CHECKING:
     from smyth_temporal.memory._edge import EdgeStore

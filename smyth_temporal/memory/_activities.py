@@ -9,7 +9,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.memory._types import (
+from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_LIST,
     MEMORY_ACTIVITY_RECALL,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal.memory._types import (
+from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_LIST,
     MEMORY_ACTIVITY_RECALL,

@@ -23,7 +23,7 @@ from smyth_temporal.memory._store import (
     StoredPoint,
     StoreFilter,
 )
-from smyth_temporal.memory._types import (
+from smyth_temporal.types.memory import (
     ForgetRequest,
     ListRequest,
     MemoryHit,

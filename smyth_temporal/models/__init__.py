@@ -7,7 +7,7 @@ activity by name.
 from smyth_temporal.models._activity import ModelActivities
 from smyth_temporal.models._openai import OpenAIProvider
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
-from smyth_temporal.models._types import ModelRequest, ModelResponse
+from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 __all__ = [
     "ModelActivities",

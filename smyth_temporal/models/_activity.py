@@ -9,7 +9,7 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal._heartbeat import auto_heartbeat
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models._provider import ModelProvider
-from smyth_temporal.models._types import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 
 __all__ = ["ModelActivities"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.models._types import ModelRequest, ModelResponse
+from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.models._types import ModelRequest, ModelResponse
+from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 __all__ = ["ModelProvider", "ModelRouter"]
 

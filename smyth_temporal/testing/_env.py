@@ -20,13 +20,13 @@ from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from smyth_temporal.agent.approvals import SEARCH_ATTRIBUTES
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES
 
 __all__ = [
     "agent_worker",

@@ -8,8 +8,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.models._types import ModelRequest, ModelResponse
+from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 __all__ = [
     "ScriptStep",

@@ -20,7 +20,7 @@ from smyth_temporal._heartbeat import auto_heartbeat
 from smyth_temporal.exceptions import ToolDefinitionError
 from smyth_temporal.tools._context import ToolContext, _current
 from smyth_temporal.tools._tool import Tool
-from smyth_temporal.tools._types import ToolInvocation, ToolOutcome
+from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
 __all__ = ["render_output", "tool_activities"]
 

@@ -15,36 +15,23 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, cast, get_type_hints, overload
+from typing import Any, cast, get_type_hints, overload
 
 import pydantic
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
 __all__ = [
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "ApprovalPolicy",
-    "OnTimeout",
     "Tool",
     "ToolArgumentsError",
-    "ToolEffect",
     "tool",
 ]
-
-ToolEffect = Literal["read_only", "idempotent", "side_effect"]
-"""What calling a tool does to the world; it sets the retry policy and concurrency.
-
-- ``read_only``: changes nothing; retried on any error, runs concurrently with other
-  read-only calls of the same model turn.
-- ``idempotent``: changes the world, but doing it twice equals doing it once; retried
-  on any error, runs alone.
-- ``side_effect``: changes the world and may not be safe to repeat; an exception from
-  the tool is final (reported to the model), only infrastructure failures (a crashed
-  worker, a timeout) retry, with the same idempotency key. Runs alone.
-"""
 
 DEFAULT_TOOL_TIMEOUT = timedelta(minutes=5)
 """How long one attempt of a tool may run (activity start-to-close timeout)."""
@@ -71,14 +58,6 @@ _DEFAULT_RETRY = RetryPolicy(
 )
 
 ToolFunction = Callable[..., Awaitable[Any]]
-
-OnTimeout = Literal["reject", "approve", "fail"]
-"""What happens when nobody decides an approval request before its deadline.
-
-- ``reject`` (default): the tool does not run; the model is told the request expired.
-- ``approve``: the tool runs as requested (set it only on purpose).
-- ``fail``: the run fails.
-"""
 
 ApprovalPolicy = bool | Callable[..., bool]
 """``True`` to gate every call, or a deterministic predicate over the validated

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from smyth_temporal.agent.messages import Message, Usage
+from smyth_temporal.types.messages import Message, Usage
 
 __all__ = ["MODEL_ACTIVITY", "ModelRequest", "ModelResponse"]
 

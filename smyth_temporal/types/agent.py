@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from smyth_temporal.agent.approvals import ApprovalRequest
-from smyth_temporal.agent.messages import Message, ToolCall, Usage
-from smyth_temporal.context import Compaction
+from smyth_temporal.types.approvals import ApprovalRequest
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.messages import Message, ToolCall, Usage
 
 __all__ = [
     "TERMINAL_STATUSES",

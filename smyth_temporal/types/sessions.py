@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from smyth_temporal.agent.messages import Usage
+from smyth_temporal.types.messages import Usage
 
 __all__ = [
     "CLOSE_SESSION_SIGNAL",

@@ -1,0 +1,84 @@
+"""The wire types: every value that crosses a workflow, activity or client boundary.
+
+Pure data (pydantic models, literals, names of handlers and activities). This package
+imports nothing that does I/O, so workflow code, activities, providers and clients
+can all depend on it and on nothing above it.
+
+- ``messages``: the conversation (``Message``, ``ToolCall``, ``Usage``).
+- ``agent``: a run's input, result, state and checkpoint.
+- ``approvals``, ``sessions``: what people and apps send to a running agent.
+- ``model``, ``tools``, ``memory``: what the workflow hands to its activities.
+- ``compaction``: the lineage record of a summary.
+- ``visibility``: the search attributes and memo keys agents publish.
+"""
+
+from smyth_temporal.types.agent import (
+    TERMINAL_STATUSES,
+    AgentCheckpoint,
+    AgentInput,
+    AgentLimits,
+    AgentResult,
+    AgentState,
+    AgentStatus,
+)
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+    ApprovalStatus,
+    arguments_sha256,
+)
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
+from smyth_temporal.types.messages import Message, Role, ToolCall, Usage
+from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.sessions import (
+    CLOSE_SESSION_SIGNAL,
+    SESSION_EVENT_SIGNAL,
+    SESSION_MESSAGE_UPDATE,
+    SessionMessage,
+    SessionReply,
+    session_workflow_id,
+)
+from smyth_temporal.types.tools import OnTimeout, ToolEffect, ToolInvocation, ToolOutcome
+
+__all__ = [
+    "APPROVAL_SIGNAL",
+    "APPROVAL_UPDATE",
+    "CLOSE_SESSION_SIGNAL",
+    "MODEL_ACTIVITY",
+    "SESSION_EVENT_SIGNAL",
+    "SESSION_MESSAGE_UPDATE",
+    "TERMINAL_STATUSES",
+    "AgentCheckpoint",
+    "AgentInput",
+    "AgentLimits",
+    "AgentResult",
+    "AgentState",
+    "AgentStatus",
+    "ApprovalDecision",
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "ApprovalStatus",
+    "Compaction",
+    "MemoryHit",
+    "MemoryRecord",
+    "MemoryScope",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "OnTimeout",
+    "Provenance",
+    "Role",
+    "SessionMessage",
+    "SessionReply",
+    "ToolCall",
+    "ToolEffect",
+    "ToolInvocation",
+    "ToolOutcome",
+    "Usage",
+    "arguments_sha256",
+    "session_workflow_id",
+]

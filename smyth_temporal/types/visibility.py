@@ -1,0 +1,47 @@
+"""What agents publish to Temporal's visibility store: search attributes and memo keys.
+
+One definition, read by the agent (which upserts them), the clients (which query by
+them), ``smyth dev`` and the testing helpers (which register them on a server).
+Visibility is not encrypted: only statuses, counts and approval requests go here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.common import SearchAttributeKey
+
+__all__ = [
+    "PENDING_APPROVALS_ATTRIBUTE",
+    "PENDING_APPROVALS_MEMO",
+    "SCHEDULE_MEMO",
+    "SEARCH_ATTRIBUTES",
+    "STATUS_ATTRIBUTE",
+    "search_attribute_types",
+]
+
+STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythStatus")
+"""Search attribute with the agent's status while approvals are involved."""
+
+PENDING_APPROVALS_ATTRIBUTE = SearchAttributeKey.for_int("SmythPendingApprovals")
+"""Search attribute with the number of pending approval requests, to find waiting
+agents across all runs (``SmythPendingApprovals > 0``)."""
+
+PENDING_APPROVALS_MEMO = "smyth_pending_approvals"
+"""Memo key under which an agent publishes its pending ``ApprovalRequest``s (with its
+tenant), so they can be listed from visibility alone, even while no worker runs."""
+
+SCHEDULE_MEMO = "smyth_schedule"
+"""Memo key that marks a Temporal schedule as one of an agent's."""
+
+SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
+    STATUS_ATTRIBUTE,
+    PENDING_APPROVALS_ATTRIBUTE,
+)
+"""The search attributes a cluster must have registered for approvals to be listed."""
+
+
+def search_attribute_types() -> dict[str, str]:
+    """``SEARCH_ATTRIBUTES`` as ``{name: type}`` in the ``temporal`` CLI's spelling."""
+    spelling = {"KEYWORD": "Keyword", "INT": "Int", "TEXT": "Text", "BOOL": "Bool"}
+    return {key.name: spelling[key.indexed_value_type.name] for key in SEARCH_ATTRIBUTES}
