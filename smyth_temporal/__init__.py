@@ -6,56 +6,108 @@ retries, timeouts and the audit trail come from the engine.
 
 Layers, top to bottom (imports only go downward):
 
-- interfaces: ``AgentClient`` (and its ``ScheduleClient``), the ``smyth`` CLI
-- agent runtime (workflow code): ``AgentWorkflow``, ``AgentConfig`` and the data types
-- tools: ``@tool``, ``tool_context()``
-- providers (worker side only): ``smyth_temporal.models``
+- interfaces: ``smyth_temporal.clients`` (``AgentClient``, ``MemoryClient``,
+  ``ScheduleClient``), the ``smyth`` CLI (``smyth_temporal.cli``), the demo scenario
+- agent runtime (workflow code, deterministic): ``smyth_temporal.agent``
+- context engine (pure): ``smyth_temporal.context``; memory (activities and stores):
+  ``smyth_temporal.memory``
+- tools and models: ``smyth_temporal.tools`` (``@tool``), ``smyth_temporal.activities``
+  (what workers run), ``smyth_temporal.models`` (providers)
+- storage and wire types: ``smyth_temporal.storage``, ``smyth_temporal.types``
 - ``SmythPlugin`` wires them into a Temporal client and its workers.
+
+Importing this package loads only the deterministic layers (agent runtime, tools,
+types, exceptions), so workflow modules can import it inside Temporal's sandbox; the
+clients, the plugin and the settings load when first used.
 """
 
-from smyth_temporal._memory_client import MemoryClient
-from smyth_temporal._schedules import ScheduleClient, ScheduledRun, ScheduleSummary
-from smyth_temporal.agent import (
+from typing import TYPE_CHECKING, Any
+
+from smyth_temporal.agent import AgentConfig, AgentWorkflow
+from smyth_temporal.exceptions import (
+    AgentFailedError,
+    AgentNotFoundError,
+    ApprovalExpiredError,
+    ClientError,
+    ConfigurationError,
+    InvalidDecisionError,
+    InvalidMessageError,
+    MemoryNotFoundError,
+    ModelError,
+    ModelHTTPError,
+    RunError,
+    ScheduleExistsError,
+    ScheduleNotFoundError,
+    ServerUnavailableError,
+    SmythError,
+    ToolCallError,
+    ToolDefinitionError,
+    UnknownAgentError,
+    UserError,
+)
+from smyth_temporal.tools import Tool, ToolContext, tool, tool_context
+from smyth_temporal.types import (
     AgentCheckpoint,
-    AgentConfig,
     AgentInput,
     AgentLimits,
     AgentResult,
     AgentState,
     AgentStatus,
-    AgentWorkflow,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Compaction,
+    MemoryHit,
+    MemoryRecord,
     Message,
+    SessionMessage,
+    SessionReply,
     ToolCall,
+    ToolEffect,
     Usage,
 )
-from smyth_temporal.client import AgentClient, PendingApproval
-from smyth_temporal.exceptions import (
-    AgentFailedError,
-    AgentNotFoundError,
-    ClientError,
-    ConfigurationError,
-    InvalidDecisionError,
-    InvalidMessageError,
-    ModelError,
-    ModelHTTPError,
-    ScheduleExistsError,
-    ScheduleNotFoundError,
-    ServerUnavailableError,
-    SmythError,
-    ToolDefinitionError,
-    UnknownAgentError,
-    UserError,
-)
-from smyth_temporal.memory import MemoryHit, MemoryRecord
-from smyth_temporal.plugin import SmythPlugin
-from smyth_temporal.settings import Settings
-from smyth_temporal.tools import Tool, ToolContext, tool, tool_context
-from smyth_temporal.types.approvals import ApprovalDecision, ApprovalOutcome, ApprovalRequest
-from smyth_temporal.types.compaction import Compaction
-from smyth_temporal.types.sessions import SessionMessage, SessionReply
-from smyth_temporal.types.tools import ToolEffect
 
-__version__ = "0.2.0"
+if TYPE_CHECKING:
+    from smyth_temporal.clients import (
+        AgentClient,
+        MemoryClient,
+        PendingApproval,
+        ScheduleClient,
+        ScheduledRun,
+        ScheduleSummary,
+    )
+    from smyth_temporal.plugin import SmythPlugin
+    from smyth_temporal.settings import Settings
+
+__version__ = "0.3.0"
+
+_LAZY = {
+    "AgentClient": "smyth_temporal.client",
+    "MemoryClient": "smyth_temporal._memory_client",
+    "PendingApproval": "smyth_temporal.client",
+    "ScheduleClient": "smyth_temporal._schedules",
+    "ScheduleSummary": "smyth_temporal._schedules",
+    "ScheduledRun": "smyth_temporal._schedules",
+    "Settings": "smyth_temporal.settings",
+    "SmythPlugin": "smyth_temporal.plugin",
+}
+"""Public names whose modules do I/O or import the Temporal client: loaded on first use."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smyth_temporal' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "AgentCheckpoint",
@@ -70,6 +122,7 @@ __all__ = [
     "AgentStatus",
     "AgentWorkflow",
     "ApprovalDecision",
+    "ApprovalExpiredError",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ClientError",
@@ -79,11 +132,13 @@ __all__ = [
     "InvalidMessageError",
     "MemoryClient",
     "MemoryHit",
+    "MemoryNotFoundError",
     "MemoryRecord",
     "Message",
     "ModelError",
     "ModelHTTPError",
     "PendingApproval",
+    "RunError",
     "ScheduleClient",
     "ScheduleExistsError",
     "ScheduleNotFoundError",
@@ -97,6 +152,7 @@ __all__ = [
     "SmythPlugin",
     "Tool",
     "ToolCall",
+    "ToolCallError",
     "ToolContext",
     "ToolDefinitionError",
     "ToolEffect",

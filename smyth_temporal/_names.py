@@ -1,8 +1,14 @@
-"""The workflow type name of a ``@workflow.defn`` class (pure; workflow-safe)."""
+"""The workflow type name of a ``@workflow.defn`` class (pure; workflow-safe).
+
+The one place that reads temporalio's workflow definition off a class: the agent
+runtime, the plugin, the worker and the clients all resolve agent names here.
+"""
 
 from __future__ import annotations
 
-__all__ = ["workflow_type_name"]
+from smyth_temporal.exceptions import UserError
+
+__all__ = ["workflow_name", "workflow_type_name"]
 
 
 def workflow_type_name(cls: object) -> str | None:
@@ -15,3 +21,16 @@ def workflow_type_name(cls: object) -> str | None:
     if defn is None or not defn.name:
         return None
     return str(defn.name)
+
+
+def workflow_name(cls: object) -> str:
+    """``workflow_type_name(cls)``, or a ``UserError`` when ``cls`` is no workflow.
+
+    Raises:
+        UserError: ``cls`` is not decorated with ``@workflow.defn``.
+    """
+    name = workflow_type_name(cls)
+    if name is None:
+        label = getattr(cls, "__qualname__", repr(cls))
+        raise UserError(f"{label} is not decorated with @workflow.defn")
+    return name

@@ -9,6 +9,8 @@ SmythError
 │   ├── ModelError               the model provider failed (raised in the model activity)
 │   │   └── ModelHTTPError       the endpoint answered with an HTTP error status
 │   ├── ApprovalExpiredError     an approval with ``on_timeout="fail"`` got no decision
+│   ├── ToolCallError            a tool call failed; the model is told (the run goes on)
+│   │   └── ToolArgumentsError   the model's arguments do not fit the tool's schema
 │   └── MemoryNotFoundError      no memory with that id in the caller's scope
 └── ClientError                  raised by AgentClient and the CLI
     ├── ServerUnavailableError   no Temporal server answers at the address
@@ -59,6 +61,8 @@ __all__ = [
     "ScheduleNotFoundError",
     "ServerUnavailableError",
     "SmythError",
+    "ToolArgumentsError",
+    "ToolCallError",
     "ToolDefinitionError",
     "UnknownAgentError",
     "UserError",
@@ -118,6 +122,23 @@ class ApprovalExpiredError(RunError):
     """An approval request whose tool says ``on_timeout="fail"`` got no decision in time.
 
     Added in 0.3.0 (before, a failure of type ``ApprovalExpired``).
+    """
+
+
+class ToolCallError(RunError):
+    """A tool call failed; ``call_tool`` reports the message to the model as its result.
+
+    Raised by the executors that run tool calls (see ``smyth_temporal.agent.tooling``);
+    it never ends a run.
+
+    Added in 0.3.0.
+    """
+
+
+class ToolArgumentsError(ToolCallError, ValueError):
+    """The model's arguments for a tool are not valid JSON or do not fit its schema.
+
+    Also a ``ValueError``, as it was before 0.3.0.
     """
 
 

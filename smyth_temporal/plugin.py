@@ -14,25 +14,50 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from smyth_temporal.activities.memory import MemoryActivities
+from smyth_temporal.activities.model import ModelActivities
+from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.memory._activities import MemoryActivities
+from smyth_temporal.exceptions import RunError, UserError
 from smyth_temporal.memory._admin import MemoryAdmin
 from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.models._activity import ModelActivities
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.storage._defaults import default_payload_storage
-from smyth_temporal.tools._activity import tool_activities
 from smyth_temporal.tools._tool import Tool
 
-__all__ = ["DEFAULT_STICKY_QUEUE_TIMEOUT", "PASSTHROUGH_MODULES", "SmythPlugin"]
+__all__ = [
+    "DEFAULT_STICKY_QUEUE_TIMEOUT",
+    "PASSTHROUGH_MODULES",
+    "WORKFLOW_FAILURE_EXCEPTION_TYPES",
+    "SmythPlugin",
+]
 
-PASSTHROUGH_MODULES = ("smyth_temporal", "structlog", "pydantic", "pydantic_core")
+PASSTHROUGH_MODULES = (
+    "smyth_temporal._logging",
+    "smyth_temporal._names",
+    "smyth_temporal.agent",
+    "smyth_temporal.context",
+    "smyth_temporal.exceptions",
+    "smyth_temporal.tools",
+    "smyth_temporal.types",
+    "structlog",
+    "pydantic",
+    "pydantic_core",
+)
 """Modules the workflow sandbox shares instead of re-importing for every run.
 
-smyth_temporal's workflow-side modules are deterministic; sharing them (and pydantic)
-keeps model classes identical inside and outside the sandbox and makes starts cheap.
+Only the deterministic layers of smyth_temporal (the agent runtime, the context
+engine, tool specs, the wire types) and the libraries they use: sharing them keeps
+model classes identical inside and outside the sandbox and makes starts cheap. Every
+other module (clients, activities, providers) is imported afresh inside the sandbox
+if workflow code reaches for it, where the sandbox checks it.
+tests/test_determinism.py proves these import nothing with I/O.
 """
+
+WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (UserError, RunError)
+"""Exceptions that fail a run when raised in workflow code (instead of failing the
+workflow task, which Temporal retries forever): misuse and the run failures."""
 
 DEFAULT_STICKY_QUEUE_TIMEOUT = timedelta(seconds=2)
 """How long a workflow task waits for the worker that has the run cached.
@@ -112,6 +137,7 @@ class SmythPlugin(SimplePlugin):
             "smyth_temporal.SmythPlugin",
             data_converter=converter,
             workflow_runner=_with_passthrough,
+            workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
         )
         self._model = model
         self._tools = tuple(tools)

@@ -131,7 +131,7 @@ class Switchboard(AgentWorkflow):
             reply = await self.think()
             for call in reply.tool_calls:
                 self.request_approval(call)
-        if self._generation < HOPS:
+        if self.lifecycle.generation < HOPS:
             await workflow.sleep(timedelta(milliseconds=150))
             self.continue_as_new()
         # The last run waits for the test to stop sending before it finishes.

@@ -29,9 +29,9 @@ from examples.market_monitor.script import SESSION, scripted_model
 from examples.market_monitor.tools import read_ledger, sell_position, send_alert
 from examples.market_monitor.workflows import MarketMonitor
 from smyth_temporal import AgentClient, AgentNotFoundError, AgentResult, AgentState
+from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.cli import _demo
 from smyth_temporal.testing import agent_worker
-from smyth_temporal.tools._activity import tool_activities
 from smyth_temporal.types import arguments_sha256
 from smyth_temporal.types.tools import ToolInvocation
 

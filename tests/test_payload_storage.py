@@ -31,14 +31,18 @@ from smyth_temporal import (
     SmythPlugin,
     tool,
 )
-from smyth_temporal.models import ModelRequest, ModelResponse
-from smyth_temporal.storage import (
-    DEFAULT_PAYLOAD_THRESHOLD,
-    DRIVER_NAME,
-    ContentAddressedFileDriver,
-    default_payload_storage,
-)
-from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+
+# Workflows are defined below, so the sandbox re-imports this module: worker-side
+# imports are passed through as is.
+with workflow.unsafe.imports_passed_through():
+    from smyth_temporal.models import ModelRequest, ModelResponse
+    from smyth_temporal.storage import (
+        DEFAULT_PAYLOAD_THRESHOLD,
+        DRIVER_NAME,
+        ContentAddressedFileDriver,
+        default_payload_storage,
+    )
+    from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 
 REPORT_CHARS = 20_000
 _REFERENCE_TYPE = b"temporal.api.sdk.v1.ExternalStorageReference"

@@ -21,6 +21,7 @@ def test_top_level_exports() -> None:
         "AgentStatus",
         "AgentWorkflow",
         "ApprovalDecision",
+        "ApprovalExpiredError",
         "ApprovalOutcome",
         "ApprovalRequest",
         "ClientError",
@@ -30,11 +31,13 @@ def test_top_level_exports() -> None:
         "InvalidMessageError",
         "MemoryClient",
         "MemoryHit",
+        "MemoryNotFoundError",
         "MemoryRecord",
         "Message",
         "ModelError",
         "ModelHTTPError",
         "PendingApproval",
+        "RunError",
         "ScheduleClient",
         "ScheduleExistsError",
         "ScheduleNotFoundError",
@@ -48,6 +51,7 @@ def test_top_level_exports() -> None:
         "SmythPlugin",
         "Tool",
         "ToolCall",
+        "ToolCallError",
         "ToolContext",
         "ToolDefinitionError",
         "ToolEffect",
@@ -70,9 +74,9 @@ def test_testing_exports() -> None:
 
 
 def test_exception_tree() -> None:
+    classes = [name for name in exceptions.__all__ if isinstance(getattr(exceptions, name), type)]
     tree = {
-        name: [base.__name__ for base in getattr(exceptions, name).__bases__]
-        for name in exceptions.__all__
+        name: [base.__name__ for base in getattr(exceptions, name).__bases__] for name in classes
     }
     assert tree == {
         "AgentFailedError": ["ClientError"],
@@ -81,7 +85,12 @@ def test_exception_tree() -> None:
         "ConfigurationError": ["UserError"],
         "InvalidDecisionError": ["ClientError"],
         "InvalidMessageError": ["ClientError"],
-        "ModelError": ["SmythError"],
+        "ApprovalExpiredError": ["RunError"],
+        "MemoryNotFoundError": ["RunError"],
+        "ModelError": ["RunError"],
+        "RunError": ["SmythError"],
+        "ToolArgumentsError": ["ToolCallError", "ValueError"],
+        "ToolCallError": ["RunError"],
         "ModelHTTPError": ["ModelError"],
         "ScheduleExistsError": ["ClientError"],
         "ScheduleNotFoundError": ["ClientError"],
@@ -92,5 +101,26 @@ def test_exception_tree() -> None:
         "UserError": ["SmythError"],
     }
     # Every class in the tree is drawn in the module docstring.
-    for name in exceptions.__all__:
+    for name in classes:
         assert name in (exceptions.__doc__ or ""), name
+
+
+def test_failure_types_name_classes_of_the_tree() -> None:
+    # A failure's type is the class name, and the class is found again from it.
+    error = exceptions.application_error(exceptions.MemoryNotFoundError("no memory m-1"))
+    assert (error.type, error.message, error.non_retryable) == (
+        "MemoryNotFoundError",
+        "no memory m-1",
+        True,
+    )
+    assert exceptions.error_type(error.type) is exceptions.MemoryNotFoundError
+    assert exceptions.error_type("ValueError") is None
+    assert exceptions.error_type(None) is None
+
+
+def test_wire_types_exports() -> None:
+    import smyth_temporal.types as types
+
+    for name in types.__all__:
+        assert hasattr(types, name), name
+    assert sorted(types.__all__) == sorted(set(types.__all__))

@@ -33,7 +33,11 @@ from temporalio.workflow import NondeterminismError
 from smyth_temporal import AgentInput, AgentResult, Message, SmythPlugin, Tool, ToolCall
 from tests.agents import Analyst, Summarizer
 from tests.context_agents import Concierge, Digest, Relay
-from tests.record_histories import HISTORIES, SCENARIOS, workflow_id
+
+# The workflows below are defined here, so the sandbox re-imports this module; the
+# recorder's worker-side imports (the Qdrant Edge store) are passed through as is.
+with workflow.unsafe.imports_passed_through():
+    from tests.record_histories import HISTORIES, SCENARIOS, workflow_id
 
 RECORDED = sorted(HISTORIES.glob("*.json"))
 
@@ -75,8 +79,10 @@ class SequentialAnalyst(Analyst):
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
 
-    async def _run_concurrently(self, calls: Sequence[ToolCall]) -> list[Message]:
-        return [await self.call_tool(call) for call in calls]
+    async def act(self, calls: Sequence[ToolCall]) -> list[Message]:
+        results = [await self.call_tool(call) for call in calls]
+        self.conversation.messages.extend(results)
+        return results
 
 
 @workflow.defn(name="Analyst")

@@ -10,9 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from smyth_temporal import AgentConfig, ConfigurationError, ToolDefinitionError, tool, tool_context
-from smyth_temporal.exceptions import UserError
-from smyth_temporal.tools._activity import render_output, tool_activities
-from smyth_temporal.tools._tool import ToolArgumentsError
+from smyth_temporal.activities.tools import render_output, tool_activities
+from smyth_temporal.exceptions import ToolArgumentsError, UserError
 
 
 class Order(BaseModel):

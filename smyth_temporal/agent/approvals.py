@@ -1,68 +1,269 @@
-"""The rule that decides whether an approval decision can be applied (pure)."""
+"""Human approvals: recording requests, checking and applying decisions, waiting.
+
+Workflow code. ``Approvals`` owns every ``ApprovalRequest`` of a run. ``check_decision``
+is the one rule that decides whether a decision can be applied: the update's
+validator and the signal handler both use it, so a refused decision leaves no trace
+in history. Waiting is a ``workflow.wait_condition`` with the request's deadline, so
+an agent waiting a week for a person holds no worker resources once evicted.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
-from smyth_temporal.types.approvals import ApprovalDecision, ApprovalRequest
+from temporalio import workflow
 
-__all__ = ["InvalidDecision", "check_decision"]
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.exceptions import (
+    ApprovalExpiredError,
+    InvalidDecisionError,
+    ToolArgumentsError,
+)
+from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalStatus,
+    arguments_sha256,
+)
+from smyth_temporal.types.messages import ToolCall
+
+__all__ = ["Approvals", "check_decision", "refusal"]
+
+ArgumentsValidator = Callable[[str, Mapping[str, Any]], dict[str, Any]]
+"""Validates edited arguments for a tool name; raises ``ValueError`` if they do not fit."""
 
 
-class InvalidDecision(ValueError):
-    """A decision that cannot be applied; the message says why, for the person deciding."""
+class Approvals:
+    """The approval requests of one run, and the decisions on them.
+
+    Args:
+        config: The agent's config (default timeouts and policies).
+        conversation: The agent's conversation (its status shows the wait).
+        log: The agent's logger.
+        on_change: Called whenever the set of pending requests may have changed (the
+            agent publishes them to visibility).
+        clock: The current time (``workflow.now`` in a workflow; a fixed clock in
+            unit tests).
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        conversation: Conversation,
+        log: WorkflowLogger,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+        clock: Callable[[], datetime] = workflow.now,
+    ) -> None:
+        self.requests: dict[str, ApprovalRequest] = {}
+        """Every request of the run (and, after continue-as-new, the recent ones), by id."""
+        self._config = config
+        self._conversation = conversation
+        self._log = log
+        self._on_change = on_change
+        self._clock = clock
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """The requests still waiting for a decision."""
+        return [r for r in self.requests.values() if r.status == "pending"]
+
+    def request(
+        self, call: ToolCall, spec: Tool | None, *, step: int, reason: str | None
+    ) -> ApprovalRequest | None:
+        """Record a request for ``call`` if its tool requires one (idempotent).
+
+        Calls to unknown tools, with invalid arguments, or that the tool's predicate
+        lets through get none.
+        """
+        existing = self.requests.get(_request_id(step, call))
+        if existing is not None:
+            return existing
+        if spec is None or not spec.requires_approval:
+            return None
+        try:
+            arguments = spec.validate_arguments(call.arguments)
+        except ToolArgumentsError:
+            return None
+        try:
+            gated = spec.needs_approval(arguments)
+        except Exception as exc:
+            # A broken predicate must not let a gated call through: ask a person.
+            self._log.error("approval.predicate_failed", tool=spec.name, error=repr(exc))
+            gated = True
+        if not gated:
+            return None
+        now = self._clock()
+        request = ApprovalRequest(
+            id=_request_id(step, call),
+            tool=spec.name,
+            call_id=call.id,
+            step=step,
+            arguments=arguments,
+            arguments_sha256=arguments_sha256(arguments),
+            reason=reason,
+            requested_at=now,
+            deadline=now + (spec.approval_timeout or self._config.approval_timeout),
+            on_timeout=spec.on_timeout or self._config.on_approval_timeout,
+        )
+        self.requests[request.id] = request
+        self._log.info("approval.requested", request_id=request.id, tool=spec.name)
+        self._on_change()
+        return request
+
+    async def wait(self, request: ApprovalRequest) -> None:
+        """Wait for a decision on ``request`` until its deadline, then apply the policy.
+
+        Raises:
+            ApprovalExpiredError: The deadline passed and the policy is ``fail``.
+        """
+        if request.status != "pending":
+            return
+        previous, self._conversation.status = self._conversation.status, "awaiting_approval"
+        self._on_change()
+        remaining = max(request.deadline - self._clock(), timedelta(0))
+        try:
+            await workflow.wait_condition(lambda: request.status != "pending", timeout=remaining)
+        except TimeoutError:
+            self.expire(request)
+        self._conversation.status = previous
+        self._on_change()
+
+    def expire(self, request: ApprovalRequest) -> None:
+        """Apply ``request``'s timeout policy (no one decided before its deadline)."""
+        self._log.warning("approval.expired", request_id=request.id, policy=request.on_timeout)
+        if request.on_timeout == "fail":
+            request.status = "expired"
+            request.decided_at = self._clock()
+            self._conversation.status = "failed"
+            raise ApprovalExpiredError(
+                f"approval request {request.id} for tool '{request.tool}' expired at "
+                f"{request.deadline.isoformat()} without a decision"
+            )
+        approved = request.on_timeout == "approve"
+        comment = "approved" if approved else "rejected"
+        decision = ApprovalDecision(
+            request_id=request.id,
+            approved=approved,
+            by="system:timeout",
+            comment=f"no decision before the deadline; {comment} by policy",
+        )
+        self.apply(request, decision, status="expired")
+
+    def check(
+        self, decision: ApprovalDecision, validate_arguments: ArgumentsValidator
+    ) -> ApprovalRequest:
+        """The pending request ``decision`` applies to (see ``check_decision``)."""
+        return check_decision(decision, self.requests, validate_arguments)
+
+    def apply(
+        self,
+        request: ApprovalRequest,
+        decision: ApprovalDecision,
+        *,
+        status: ApprovalStatus | None = None,
+    ) -> None:
+        """Record ``decision`` on ``request`` (already checked)."""
+        request.decision = decision.model_copy(update={"request_id": request.id})
+        request.status = status or ("approved" if decision.approved else "rejected")
+        request.decided_at = self._clock()
+        self._log.info(
+            "approval.decided",
+            request_id=request.id,
+            tool=request.tool,
+            approved=decision.approved,
+            by=decision.by,
+            edited=decision.arguments is not None,
+        )
+
+    def carried(self, keep_decided: int) -> list[ApprovalRequest]:
+        """What continue-as-new carries: every pending request, the recent decided ones."""
+        requests = list(self.requests.values())
+        decided = {r.id for r in [r for r in requests if r.status != "pending"][-keep_decided:]}
+        return [r for r in requests if r.status == "pending" or r.id in decided]
+
+    def restore(self, requests: list[ApprovalRequest]) -> None:
+        """Take over the requests a previous run carried."""
+        self.requests = {r.id: r for r in requests}
 
 
 def check_decision(
     decision: ApprovalDecision,
     requests: Mapping[str, ApprovalRequest],
-    validate_arguments: Callable[[str, Mapping[str, Any]], dict[str, Any]],
+    validate_arguments: ArgumentsValidator,
 ) -> ApprovalRequest:
     """Find the request a decision is for, and check that it can be applied.
 
     Args:
         decision: The decision.
         requests: Every request of the run, by id.
-        validate_arguments: Validates edited arguments for a tool name (raises
-            ``ValueError`` with a readable message when they do not fit).
+        validate_arguments: Validates edited arguments for a tool name.
 
     Returns:
         The pending request the decision applies to.
 
     Raises:
-        InvalidDecision: Unknown or already decided request, a hash that does not
-            match, edited arguments that do not fit, or an ambiguous decision.
+        InvalidDecisionError: Unknown or already decided request, a hash that does
+            not match, edited arguments that do not fit, or an ambiguous decision.
     """
     pending = [r for r in requests.values() if r.status == "pending"]
     if decision.request_id is None:
         if not pending:
-            raise InvalidDecision("no approval request is pending")
+            raise InvalidDecisionError("no approval request is pending")
         if len(pending) > 1:
             ids = ", ".join(r.id for r in pending)
-            raise InvalidDecision(f"{len(pending)} requests are pending ({ids}): name one")
+            raise InvalidDecisionError(f"{len(pending)} requests are pending ({ids}): name one")
         request = pending[0]
     else:
         found = requests.get(decision.request_id)
         if found is None:
             known = ", ".join(r.id for r in pending) or "none pending"
-            raise InvalidDecision(f"unknown approval request {decision.request_id!r} ({known})")
+            raise InvalidDecisionError(
+                f"unknown approval request {decision.request_id!r} ({known})"
+            )
         request = found
     if request.status != "pending":
         by = request.decision.by if request.decision else "nobody"
-        raise InvalidDecision(f"request {request.id} is already {request.status} (by {by})")
+        raise InvalidDecisionError(f"request {request.id} is already {request.status} (by {by})")
     if decision.arguments_sha256 and decision.arguments_sha256 != request.arguments_sha256:
-        raise InvalidDecision(
+        raise InvalidDecisionError(
             f"request {request.id}: arguments_sha256 does not match the requested arguments "
             f"({request.arguments_sha256}); they are not what the approver saw"
         )
     if decision.arguments is not None:
         if not decision.approved:
-            raise InvalidDecision("edited arguments only make sense with an approval")
+            raise InvalidDecisionError("edited arguments only make sense with an approval")
         try:
             validate_arguments(request.tool, decision.arguments)
         except ValueError as exc:
-            raise InvalidDecision(
+            raise InvalidDecisionError(
                 f"request {request.id}: edited arguments rejected: {exc}"
             ) from None
     return request
+
+
+def refusal(request: ApprovalRequest) -> str:
+    """What the model is told when a gated call was not run."""
+    decision = request.decision
+    if request.status == "expired":
+        return (
+            f"the call to '{request.tool}' was not run: its approval request expired at "
+            f"{request.deadline.isoformat()} without a decision. Do not retry it unchanged."
+        )
+    by = decision.by if decision else "an approver"
+    why = f": {decision.comment}" if decision and decision.comment else ""
+    return (
+        f"the call to '{request.tool}' was not run: it was rejected by {by}{why}. "
+        "Adapt your plan instead of retrying it unchanged."
+    )
+
+
+def _request_id(step: int, call: ToolCall) -> str:
+    return f"apr-{step}-{call.id}"

@@ -1,18 +1,50 @@
-"""Memory as the agent sees it (workflow side, pure): built-in tools and prompt blocks."""
+"""Long-term memory as the agent sees it: its scope, the memory activities, the built-ins.
+
+Workflow code. ``AgentMemory`` runs the memory activities in the agent's tenant (from
+its input, never from the model) and namespace (from its config); it also runs the
+built-in ``remember`` and ``recall`` tools and renders memories for the prompt.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
 
-from smyth_temporal.exceptions import UserError
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from smyth_temporal.agent._commands import call_memory
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.tooling import ToolExecutor
+from smyth_temporal.exceptions import ToolCallError, UserError
 from smyth_temporal.tools._tool import Tool, tool
-from smyth_temporal.types.memory import MemoryHit
-from smyth_temporal.types.messages import Message
+from smyth_temporal.types.agent import AgentInput, AgentResult
+from smyth_temporal.types.memory import (
+    MEMORY_ACTIVITY_FORGET,
+    MEMORY_ACTIVITY_RECALL,
+    MEMORY_ACTIVITY_REMEMBER,
+    MEMORY_ACTIVITY_SUPERSEDE,
+    ForgetRequest,
+    ForgetResult,
+    MemoryHit,
+    MemoryRecord,
+    MemoryScope,
+    Provenance,
+    RecallRequest,
+    RememberRequest,
+    SupersedeRequest,
+)
+from smyth_temporal.types.messages import Message, ToolCall
 
 __all__ = [
     "BUILTIN_MEMORY_TOOLS",
+    "MEMORY_EXECUTOR",
     "RECALL_TOOL",
     "REMEMBER_TOOL",
+    "AgentMemory",
     "episode_text",
     "format_hits",
     "memory_block",
@@ -42,8 +74,11 @@ async def recall(query: str, k: int = 5) -> str:
     raise UserError("the built-in recall tool is run by the agent itself")
 
 
-REMEMBER_TOOL: Tool = tool(remember)
-RECALL_TOOL: Tool = tool(recall)
+MEMORY_EXECUTOR = "memory"
+"""The executor of the built-in memory tools: ``AgentMemory.run_tool``."""
+
+REMEMBER_TOOL: Tool = dataclasses.replace(tool(remember), executor=MEMORY_EXECUTOR)
+RECALL_TOOL: Tool = dataclasses.replace(tool(recall), executor=MEMORY_EXECUTOR)
 BUILTIN_MEMORY_TOOLS: tuple[Tool, ...] = (REMEMBER_TOOL, RECALL_TOOL)
 """Tools an agent with memory offers the model (unless ``memory_tools=False``)."""
 
@@ -81,3 +116,166 @@ def episode_text(
     if results:
         lines += ["Key tool results:", *results[-10:]]
     return "\n".join(lines)
+
+
+class AgentMemory:
+    """The agent's long-term memory: the tenant from its input, the namespace from config.
+
+    Args:
+        config: The agent's config.
+        conversation: The agent's conversation (the step of each memory's provenance).
+        input: The run's input (the tenant, the task).
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self, config: AgentConfig, conversation: Conversation, input: Callable[[], AgentInput]
+    ) -> None:
+        self._config = config
+        self._conversation = conversation
+        self._input = input
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the agent has memory (``config.memory_namespace`` is set)."""
+        return self._config.memory_namespace is not None
+
+    @property
+    def scope(self) -> MemoryScope:
+        """The tenant (from the input) and namespace (from the config) of memory."""
+        namespace = self._config.memory_namespace
+        if namespace is None:
+            raise UserError("the agent has no memory: set AgentConfig.memory_namespace")
+        return self.scope_for(namespace)
+
+    def scope_for(self, namespace: str) -> MemoryScope:
+        """The agent's tenant with another namespace (the tenant never changes)."""
+        return MemoryScope(tenant=self._input().tenant, namespace=namespace)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        kinds: Sequence[str] | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> list[MemoryHit]:
+        """Search memory for ``query``; see ``AgentWorkflow.recall``."""
+        request = RecallRequest(
+            scope=self.scope,
+            query=query,
+            k=k or self._config.memory_recall_k or 5,
+            kinds=list(kinds) if kinds else None,
+            include_expired=include_expired,
+            include_superseded=include_superseded,
+            now=workflow.now(),
+        )
+        hits: list[MemoryHit] = await call_memory(
+            self._config, MEMORY_ACTIVITY_RECALL, request, list[MemoryHit], "recall"
+        )
+        return hits
+
+    async def remember(
+        self,
+        text: str | Sequence[str],
+        *,
+        kind: str = "fact",
+        expires_in: timedelta | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> list[MemoryRecord]:
+        """Store memories; see ``AgentWorkflow.remember``."""
+        now = workflow.now()
+        request = RememberRequest(
+            scope=self.scope_for(namespace) if namespace else self.scope,
+            texts=[text] if isinstance(text, str) else list(text),
+            kind=kind,
+            provenance=self._provenance(),
+            created_at=now,
+            expires_at=now + expires_in if expires_in else None,
+            metadata=dict(metadata or {}),
+        )
+        records: list[MemoryRecord] = await call_memory(
+            self._config, MEMORY_ACTIVITY_REMEMBER, request, list[MemoryRecord], f"remember {kind}"
+        )
+        return records
+
+    async def forget(self, ids: Sequence[str]) -> int:
+        """Delete memories of the agent's scope by id; returns how many."""
+        request = ForgetRequest(scope=self.scope, ids=list(ids))
+        result: ForgetResult = await call_memory(
+            self._config, MEMORY_ACTIVITY_FORGET, request, ForgetResult, "forget"
+        )
+        return result.count
+
+    async def supersede(self, old_id: str, text: str) -> MemoryRecord:
+        """Replace memory ``old_id`` with a newer text (the old one is kept for audit)."""
+        request = SupersedeRequest(
+            scope=self.scope,
+            old_id=old_id,
+            text=text,
+            provenance=self._provenance(),
+            created_at=workflow.now(),
+        )
+        record: MemoryRecord = await call_memory(
+            self._config, MEMORY_ACTIVITY_SUPERSEDE, request, MemoryRecord, "supersede"
+        )
+        return record
+
+    async def load(self, recall: Callable[[str], Any]) -> list[MemoryHit]:
+        """Recall what is relevant to the task and put it into the prompt before the task.
+
+        ``recall`` is the agent's (overridable) ``recall``.
+        """
+        if not self.enabled or self._config.memory_recall_k <= 0:
+            return []
+        hits: list[MemoryHit] = await recall(self._input().prompt)
+        if hits:
+            messages = self._conversation.messages
+            task = max(i for i, m in enumerate(messages) if m.role == "user")
+            messages.insert(task, memory_block(hits))
+        return hits
+
+    async def record_episode(self, result: AgentResult) -> None:
+        """Store an ``episode`` memory of the run (task, outcome, key tool results)."""
+        if not self.enabled or not self._config.memory_episodes:
+            return
+        text = episode_text(
+            self._input().prompt,
+            result.status,
+            result.steps,
+            result.output,
+            self._conversation.messages,
+        )
+        await self.remember(text, kind="episode")
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The built-in tools the model is offered (none without memory or tools)."""
+        return BUILTIN_MEMORY_TOOLS if self.enabled and self._config.memory_tools else ()
+
+    def executor(self, recall: Callable[..., Any], remember: Callable[..., Any]) -> ToolExecutor:
+        """The executor of the built-in tools, through the agent's ``recall``/``remember``."""
+
+        async def run_tool(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+            self._conversation.count_tool_call()
+            try:
+                if spec.name == REMEMBER_TOOL.name:
+                    [record] = await remember(arguments["text"], kind=arguments["kind"])
+                    return f"Remembered as [{record.id}]."
+                hits = await recall(arguments["query"], k=max(1, min(arguments["k"], 20)))
+                return format_hits(hits) or "No memories match."
+            except ActivityError as exc:
+                raise ToolCallError(f"memory failed: {exc.cause or exc}") from exc
+
+        return run_tool
+
+    def _provenance(self) -> Provenance:
+        info = workflow.info()
+        return Provenance(
+            agent=info.workflow_type,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            step=self._conversation.step,
+        )

@@ -1,4 +1,4 @@
-"""Long-term memory in Qdrant: knowledge shared across runs, restarts and weeks.
+"""Long-term memory in Qdrant (worker side): stores, embedders and the manager.
 
 - Storage behind ``MemoryStore``: Qdrant Edge in-process (``EdgeStore``, the embedded
   default under ``.smyth/memory``) or a Qdrant server (``QdrantServerStore``,
@@ -6,51 +6,53 @@
 - Embeddings behind ``Embedder``: ``HashEmbedder`` (offline, lexical) or
   ``OpenAIEmbedder``.
 - ``MemoryManager`` does the operations on a worker; agents reach it through the
-  memory activities, with the tenant injected from their input.
+  memory activities (``smyth_temporal.activities``), with the tenant injected from
+  their input.
+
+Workflow code never imports this package. Its modules load on first use, so that
+naming one store does not load the other's client library.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from smyth_temporal.memory._activities import MemoryActivities
-from smyth_temporal.memory._admin import MemoryAdmin
-from smyth_temporal.memory._defaults import default_embedder, default_memory, default_store
-from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
-from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.memory._store import MemoryStore
-from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
-
 if TYPE_CHECKING:
+    from smyth_temporal.memory._defaults import default_embedder, default_memory, default_store
     from smyth_temporal.memory._edge import EdgeStore
+    from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
+    from smyth_temporal.memory._manager import MemoryManager
     from smyth_temporal.memory._qdrant import QdrantServerStore
+    from smyth_temporal.memory._store import MemoryStore
 
 __all__ = [
     "EdgeStore",
     "Embedder",
     "HashEmbedder",
-    "MemoryActivities",
-    "MemoryAdmin",
-    "MemoryHit",
     "MemoryManager",
-    "MemoryRecord",
-    "MemoryScope",
     "MemoryStore",
     "OpenAIEmbedder",
-    "Provenance",
     "QdrantServerStore",
     "default_embedder",
     "default_memory",
     "default_store",
 ]
 
+_MODULES = {
+    "EdgeStore": "_edge",
+    "Embedder": "_embed",
+    "HashEmbedder": "_embed",
+    "MemoryManager": "_manager",
+    "MemoryStore": "_store",
+    "OpenAIEmbedder": "_embed",
+    "QdrantServerStore": "_qdrant",
+    "default_embedder": "_defaults",
+    "default_memory": "_defaults",
+    "default_store": "_defaults",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The backends import their Qdrant packages; load them only when asked for.
-    if name == "EdgeStore":
-        from smyth_temporal.memory._edge import EdgeStore
-
-        return EdgeStore
-    if name == "QdrantServerStore":
-        from smyth_temporal.memory._qdrant import QdrantServerStore
-
-        return QdrantServerStore
-    raise AttributeError(name)
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smyth_temporal.memory' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"smyth_temporal.memory.{module}"), name)

@@ -1,19 +1,29 @@
 """Model providers (worker side): the interface, routing, and the OpenAI-compatible one.
 
 Workflow code never imports this package; it sends ``ModelRequest``s to the model
-activity by name.
+activity by name. The OpenAI provider (and the ``openai`` package) loads on first use.
 """
 
-from smyth_temporal.models._activity import ModelActivities
-from smyth_temporal.models._openai import OpenAIProvider
+from typing import TYPE_CHECKING, Any
+
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
+if TYPE_CHECKING:
+    from smyth_temporal.models._openai import OpenAIProvider
+
 __all__ = [
-    "ModelActivities",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
     "ModelRouter",
     "OpenAIProvider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIProvider":
+        from smyth_temporal.models._openai import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(name)

@@ -130,7 +130,7 @@ def _to_openai(message: Message) -> dict[str, Any]:
     if message.tool_calls:
         wire["tool_calls"] = [
             {
-                "id": call.id,
+                "id": call.wire_id,
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
             }

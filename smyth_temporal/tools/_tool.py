@@ -20,16 +20,16 @@ from typing import Any, cast, get_type_hints, overload
 import pydantic
 from temporalio.common import RetryPolicy
 
-from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
 __all__ = [
+    "ACTIVITY_EXECUTOR",
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "ApprovalPolicy",
     "Tool",
-    "ToolArgumentsError",
     "tool",
 ]
 
@@ -59,13 +59,12 @@ _DEFAULT_RETRY = RetryPolicy(
 
 ToolFunction = Callable[..., Awaitable[Any]]
 
+ACTIVITY_EXECUTOR = "activity"
+"""The executor of ``@tool`` functions: each call is the tool's own activity."""
+
 ApprovalPolicy = bool | Callable[..., bool]
 """``True`` to gate every call, or a deterministic predicate over the validated
 arguments (called with them as keyword arguments) saying which calls need consent."""
-
-
-class ToolArgumentsError(ValueError):
-    """The model's arguments for a tool are not valid JSON or do not fit its schema."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +101,10 @@ class Tool:
     """How long a request waits (default: the agent's ``approval_timeout``)."""
     on_timeout: OnTimeout | None = None
     """What happens at the deadline (default: the agent's ``on_approval_timeout``)."""
+    executor: str = ACTIVITY_EXECUTOR
+    """What runs a call: ``activity`` (the tool's own activity on a worker, for every
+    ``@tool``), or the name of an executor of the agent runtime (``memory`` and
+    ``delegate`` for the built-in tools). Added in 0.3.0."""
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether this call (with validated JSON ``arguments``) needs a decision first."""

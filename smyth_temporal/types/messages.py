@@ -25,11 +25,19 @@ class ToolCall(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    """The model's id for this call; tool results refer to it."""
+    """The call's id: the model's, made unique within its turn (see ``original_id``)."""
     name: str
     """The name of the tool the model wants to call."""
     arguments: str
     """The arguments exactly as the model wrote them (a JSON object, unvalidated)."""
+    original_id: str | None = None
+    """The model's id when it gave several calls of one turn the same id (``id`` then
+    has a suffix); messages sent back to the model carry this one. Added in 0.3.0."""
+
+    @property
+    def wire_id(self) -> str:
+        """The id the model gave the call, which replies to the model refer to."""
+        return self.original_id or self.id
 
 
 class Message(BaseModel):
@@ -67,7 +75,9 @@ class Message(BaseModel):
     @classmethod
     def tool_result(cls, call: ToolCall, content: str, *, step: int | None = None) -> Message:
         """Build the tool message that answers ``call``."""
-        return cls(role="tool", content=content, tool_call_id=call.id, name=call.name, step=step)
+        return cls(
+            role="tool", content=content, tool_call_id=call.wire_id, name=call.name, step=step
+        )
 
 
 class Usage(BaseModel):

@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._heartbeat import auto_heartbeat
-from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.activities._heartbeat import auto_heartbeat
+from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError, application_error
 from smyth_temporal.tools._context import ToolContext, _current
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
 __all__ = ["render_output", "tool_activities"]
@@ -76,10 +76,8 @@ def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
         except pydantic.ValidationError as exc:
             # The workflow validated these already; reaching here means the tool's
             # signature changed under a running agent. Retrying cannot help.
-            raise ApplicationError(
-                f"arguments no longer fit tool '{spec.name}': {exc}",
-                type="ToolArgumentsError",
-                non_retryable=True,
+            raise application_error(
+                ToolArgumentsError(f"arguments no longer fit tool '{spec.name}': {exc}")
             ) from exc
         token = _current.set(context)
         try:
@@ -110,6 +108,8 @@ def tool_activities(tools: Iterable[Tool]) -> list[Callable[..., Any]]:
     """The activities to register on a worker for these tools (one per distinct name)."""
     seen: dict[str, Tool] = {}
     for spec in tools:
+        if spec.executor != ACTIVITY_EXECUTOR:
+            continue  # run by the agent runtime (built-ins) or another executor
         other = seen.setdefault(spec.name, spec)
         if other.fn is not spec.fn:
             raise ToolDefinitionError(

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from smyth_temporal.exceptions import MemoryNotFoundError, application_error
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
@@ -79,7 +79,7 @@ class MemoryActivities:
         try:
             return await self.manager.supersede(request)
         except KeyError as exc:
-            raise ApplicationError(str(exc), type="MemoryNotFound", non_retryable=True) from exc
+            raise application_error(MemoryNotFoundError(str(exc))) from exc
 
     @activity.defn(name=MEMORY_ACTIVITY_UNDO_RUN)
     async def undo_run(self, request: UndoRunRequest) -> ForgetResult:

@@ -6,7 +6,7 @@ import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._heartbeat import auto_heartbeat
+from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse

@@ -1,0 +1,65 @@
+"""The activities an agent schedules, by name: the model, tools and memory.
+
+Workflow code. Each function is one ``workflow.execute_activity`` with the options
+the agent's config (or the tool) gives; nothing here holds state. Keeping every
+activity command in one module makes the agent's command sequence, which recorded
+histories pin, easy to audit.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from temporalio import workflow
+
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
+
+__all__ = ["call_memory", "call_model", "call_tool_activity"]
+
+_R = TypeVar("_R")
+
+
+async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str) -> ModelResponse:
+    """Ask the model activity; a ``summary`` request gets the summarizer's options."""
+    turn = request.purpose == "turn"
+    response: ModelResponse = await workflow.execute_activity(
+        MODEL_ACTIVITY,
+        request,
+        result_type=ModelResponse,
+        start_to_close_timeout=config.model_timeout if turn else config.summary_timeout,
+        heartbeat_timeout=config.model_heartbeat_timeout,
+        retry_policy=config.model_retry if turn else config.summary_retry,
+        summary=summary,
+    )
+    return response
+
+
+async def call_tool_activity(spec: Tool, invocation: ToolInvocation) -> ToolOutcome:
+    """Run a tool's activity with the tool's own timeouts and retry policy."""
+    outcome: ToolOutcome = await workflow.execute_activity(
+        spec.activity_name,
+        invocation,
+        result_type=ToolOutcome,
+        start_to_close_timeout=spec.timeout,
+        heartbeat_timeout=spec.heartbeat_timeout,
+        retry_policy=spec.retry,
+        summary=f"{spec.name} (step {invocation.step})",
+    )
+    return outcome
+
+
+async def call_memory(
+    config: AgentConfig, name: str, request: Any, result_type: type[_R] | Any, summary: str
+) -> _R:
+    """Run one memory activity (remember, recall, forget, supersede)."""
+    result: _R = await workflow.execute_activity(
+        name,
+        request,
+        result_type=result_type,
+        start_to_close_timeout=config.memory_timeout,
+        summary=summary,
+    )
+    return result

@@ -1,0 +1,164 @@
+"""Compaction: archive older turns to memory, then replace them by a summary.
+
+Workflow code. The policy (what to compact) is pure and lives in
+``smyth_temporal.context``; this module carries it out with the memory and model
+activities and keeps the lineage of every summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent._commands import call_model
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.context import (
+    CompactionPlan,
+    fallback_summary,
+    summary_message,
+    transcript_chunks,
+)
+from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.memory import MemoryRecord
+from smyth_temporal.types.messages import Message
+from smyth_temporal.types.model import ModelRequest
+
+__all__ = ["CARRIED_COMPACTIONS", "Compactor"]
+
+CARRIED_COMPACTIONS = 50
+"""Compaction records kept in the agent's state (the lineage of recent summaries)."""
+
+Archive = Callable[..., Awaitable[list[MemoryRecord]]]
+"""Stores transcript texts in memory (the agent's ``remember``)."""
+
+
+class Compactor:
+    """Carries out compactions and keeps their lineage.
+
+    Args:
+        config: The agent's config (budget, summarizer, archive namespace).
+        conversation: The conversation to compact.
+        log: The agent's logger.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(self, config: AgentConfig, conversation: Conversation, log: WorkflowLogger):
+        self.records: list[Compaction] = []
+        """The lineage of recent summaries (the last ``CARRIED_COMPACTIONS``)."""
+        self.count = 0
+        """Compactions so far (counted across continue-as-new; names the next id)."""
+        self._config = config
+        self._conversation = conversation
+        self._log = log
+
+    async def compact(
+        self,
+        plan: CompactionPlan | None,
+        *,
+        archive: Archive,
+        summary_prompt: Callable[[Sequence[Message]], list[Message]],
+    ) -> Compaction | None:
+        """Archive, then summarize, the planned span; see ``AgentWorkflow.compact``."""
+        if plan is None:
+            return None
+        config = self._config
+        messages = self._conversation.messages
+        span = messages[plan.start : plan.end]
+        tokens_before = config.token_counter(messages)
+        compaction_id = f"cmp-{self.count + 1}"
+        try:
+            archived = await archive(
+                transcript_chunks(span, workflow.info().workflow_id),
+                kind="transcript",
+                namespace=config.archive_namespace,
+                metadata={"compaction": compaction_id},
+            )
+        except ActivityError as exc:
+            self._log.error("compaction.archive_failed", error=str(exc.cause or exc))
+            return None
+        error: str | None = None
+        try:
+            text = await self._summarize(summary_prompt(span), compaction_id)
+        except ActivityError as exc:
+            error = str(exc.cause or exc)
+            hard_limit = (config.context_budget or tokens_before) * config.context_hard_limit
+            if tokens_before <= hard_limit:
+                self._log.warning("compaction.deferred", error=error, tokens=tokens_before)
+                return None
+            text = ""
+        compaction = self._record(span, compaction_id, archived, tokens_before, text, error)
+        summary = summary_message(text if text.strip() else fallback_summary(span), compaction)
+        messages[plan.start : plan.end] = [summary]
+        compaction.tokens_after = config.token_counter(messages)
+        self.count += 1
+        self.records = [*self.records, compaction][-CARRIED_COMPACTIONS:]
+        self._log.info(
+            "compaction.done",
+            compaction=compaction.id,
+            messages=len(span),
+            tokens_before=tokens_before,
+            tokens_after=compaction.tokens_after,
+            fallback=compaction.fallback,
+        )
+        return compaction
+
+    def restore(self, records: Sequence[Compaction], count: int) -> None:
+        """Take over the lineage a previous run carried."""
+        self.records = list(records)
+        self.count = count
+
+    async def _summarize(self, prompt: list[Message], compaction_id: str) -> str:
+        config = self._config
+        request = ModelRequest(
+            model=config.summary_model or config.model,
+            messages=prompt,
+            settings=config.model_settings,
+            agent=workflow.info().workflow_type,
+            step=self._conversation.step,
+            purpose="summary",
+        )
+        response = await call_model(config, request, summary=f"summary {compaction_id}")
+        self._conversation.count(response.usage)
+        return response.message.content or ""
+
+    def _record(
+        self,
+        span: Sequence[Message],
+        compaction_id: str,
+        archived: Sequence[MemoryRecord],
+        tokens_before: int,
+        text: str,
+        error: str | None,
+    ) -> Compaction:
+        steps = self._covered_steps(span)
+        return Compaction(
+            id=compaction_id,
+            first_step=min(steps) if steps else None,
+            last_step=max(steps) if steps else None,
+            message_count=len(span),
+            folded=[m.compaction for m in span if m.compaction],
+            namespace=self._config.archive_namespace,
+            archived=[r.id for r in archived],
+            at_step=self._conversation.step,
+            created_at=workflow.now(),
+            tokens_before=tokens_before,
+            tokens_after=0,
+            fallback=not text.strip(),
+            error=error,
+        )
+
+    def _covered_steps(self, span: Sequence[Message]) -> list[int]:
+        records = {c.id: c for c in self.records}
+        steps: list[int] = []
+        for message in span:
+            if message.compaction and message.compaction in records:
+                record = records[message.compaction]
+                steps += [s for s in (record.first_step, record.last_step) if s is not None]
+            elif message.step is not None:
+                steps.append(message.step)
+        return steps

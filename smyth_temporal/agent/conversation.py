@@ -1,0 +1,84 @@
+"""The conversation: the messages, the step count, usage and status of one agent.
+
+Workflow code (pure state, no commands). Every other component reads and writes the
+agent's progress through this one object, so a subclass finds the whole state of the
+dialogue in ``self.conversation``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from smyth_temporal.types.agent import AgentStatus
+from smyth_temporal.types.messages import Message, ToolCall, Usage
+
+__all__ = ["Conversation", "unique_call_ids"]
+
+
+class Conversation:
+    """The messages so far and where the agent is.
+
+    Added in 0.3.0 (before, loose attributes of ``AgentWorkflow``).
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        """The conversation so far; the next prompt is built from it."""
+        self.step = 0
+        """Model turns taken (counted across continue-as-new)."""
+        self.usage = Usage()
+        """Tokens, requests and tool calls so far."""
+        self.status: AgentStatus = "running"
+        """Where the agent is."""
+        self.output: str | None = None
+        """The final answer, once the run finished."""
+        self.pending: dict[str, ToolCall] = {}
+        """Tool calls running now, by call id."""
+
+    def count(self, usage: Usage) -> None:
+        """Add ``usage`` to the run's total."""
+        self.usage = self.usage + usage
+
+    def count_tool_call(self) -> None:
+        """Count one tool call (of any kind) in the run's usage."""
+        self.count(Usage(tool_calls=1))
+
+    def last_text(self) -> str:
+        """The text of the last assistant message that had any."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.content:
+                return message.content
+        return ""
+
+    def last_assistant(self) -> Message:
+        """The last assistant message (an empty one if the model never answered)."""
+        last = (m for m in reversed(self.messages) if m.role == "assistant")
+        return next(last, Message(role="assistant", content=""))
+
+    def reason_for(self, call: ToolCall) -> str | None:
+        """What the model said in the turn it made ``call``."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and any(c.id == call.id for c in message.tool_calls):
+                return message.content
+        return None
+
+
+def unique_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """Give every call of one model turn its own id; keep the model's on the wire.
+
+    Some OpenAI-compatible servers return the same id for several calls of a turn (or
+    reuse ids across turns). Idempotency keys, approval ids and the running-call slots
+    are keyed by the call id, so a repeated id gets a suffix (``call_1~2``) and keeps
+    the model's id in ``ToolCall.original_id`` for the messages sent back to it.
+    """
+    seen: dict[str, int] = {}
+    unique: list[ToolCall] = []
+    for call in calls:
+        count = seen[call.id] = seen.get(call.id, 0) + 1
+        if count == 1:
+            unique.append(call)
+        else:
+            unique.append(
+                call.model_copy(update={"id": f"{call.id}~{count}", "original_id": call.id})
+            )
+    return unique

@@ -1,0 +1,152 @@
+"""Sub-agents: running another agent as a child workflow, and the built-in delegate tool.
+
+Workflow code. A child may use only the tools its parent has and allows, runs in the
+parent's tenant within the parent's bounds, and its usage is added to the parent's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal._names import workflow_name
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.tooling import ToolExecutor
+from smyth_temporal.exceptions import ToolCallError, UserError
+from smyth_temporal.tools._tool import Tool, tool
+from smyth_temporal.types.agent import AgentInput, AgentLimits, AgentResult
+from smyth_temporal.types.messages import ToolCall
+
+__all__ = ["DELEGATE_EXECUTOR", "DELEGATE_TOOL", "Delegation", "delegate_tool_for"]
+
+DELEGATE_TOOL = "delegate"
+"""The built-in tool's name."""
+
+DELEGATE_EXECUTOR = "delegate"
+"""The executor of the built-in tool: ``Delegation.run_tool``."""
+
+
+async def delegate(agent: str, task: str) -> str:
+    """Hand a self-contained task to a sub-agent and get its answer.
+
+    Args:
+        agent: The sub-agent's name.
+        task: Everything the sub-agent needs to know to do the task.
+    """
+    raise UserError("the built-in delegate tool is run by the agent itself")
+
+
+_DELEGATE: Tool = dataclasses.replace(tool(delegate), executor=DELEGATE_EXECUTOR)
+
+
+@functools.cache
+def delegate_tool_for(subagents: tuple[Any, ...]) -> Tool:
+    """The delegate tool, its description naming the sub-agents an agent may use.
+
+    Cached, so an agent offers the same tool object (and its cached schema) each turn.
+    """
+    names = ", ".join(workflow_name(a) for a in subagents)
+    return dataclasses.replace(
+        _DELEGATE, description=f"{_DELEGATE.description} Sub-agents: {names}."
+    )
+
+
+class Delegation:
+    """Starts sub-agents as child workflows and counts them.
+
+    Args:
+        conversation: The parent's conversation (usage, step).
+        log: The parent's logger.
+        input: The parent's input (tenant, session, limits).
+        subagents: The agent classes the built-in tool may start.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        log: WorkflowLogger,
+        input: Callable[[], AgentInput],
+        subagents: Sequence[Any],
+    ) -> None:
+        self.count = 0
+        """Sub-agents started so far (counted across continue-as-new; names child ids)."""
+        self._conversation = conversation
+        self._log = log
+        self._input = input
+        self._subagents = {workflow_name(a): a for a in subagents}
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The built-in ``delegate`` tool, if the agent has sub-agents."""
+        if not self._subagents:
+            return ()
+        return (delegate_tool_for(tuple(self._subagents.values())),)
+
+    async def run(
+        self,
+        agent: Any,
+        task: AgentInput | str,
+        *,
+        own_tools: Sequence[str],
+        tools: Sequence[str | Tool] | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+    ) -> AgentResult:
+        """Run a sub-agent to completion; see ``AgentWorkflow.delegate``."""
+        parent = self._input()
+        own = set(own_tools)
+        wanted = own if tools is None else {t if isinstance(t, str) else t.name for t in tools}
+        if max_tokens is None and parent.limits and parent.limits.max_tokens:
+            used = self._conversation.usage.total_tokens
+            max_tokens = max(parent.limits.max_tokens - used, 1)
+        child_input = task if isinstance(task, AgentInput) else AgentInput(prompt=task)
+        limits = AgentLimits(tools=sorted(own & wanted), max_steps=max_steps, max_tokens=max_tokens)
+        child_input = child_input.model_copy(
+            update={
+                "tenant": parent.tenant,
+                "session_id": child_input.session_id or parent.session_id,
+                "limits": limits,
+            }
+        )
+        name = agent if isinstance(agent, str) else workflow_name(agent)
+        self.count += 1
+        child_id = f"{workflow.info().workflow_id}/{name}-{self.count}"
+        self._log.info("agent.delegating", child=child_id, tools=limits.tools)
+        result: AgentResult = await workflow.execute_child_workflow(
+            name,
+            child_input,
+            id=child_id,
+            result_type=AgentResult,
+            # Closing the parent any way (even terminating it) cancels the child.
+            parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"sub-agent {name} (step {self._conversation.step})",
+        )
+        self._conversation.count(result.usage)
+        self._log.info("agent.delegated", child=child_id, status=result.status, steps=result.steps)
+        return result
+
+    def executor(self, delegate: Callable[..., Any]) -> ToolExecutor:
+        """The executor of the built-in tool, through the agent's ``delegate``."""
+
+        async def run_tool(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+            agent = self._subagents.get(arguments["agent"])
+            if agent is None:
+                known = ", ".join(sorted(self._subagents)) or "none"
+                raise ToolCallError(f"unknown sub-agent {arguments['agent']!r}; known: {known}")
+            self._conversation.count_tool_call()
+            try:
+                result: AgentResult = await delegate(agent, arguments["task"])
+            except ChildWorkflowError as exc:
+                raise ToolCallError(
+                    f"sub-agent {arguments['agent']} failed: {exc.cause or exc}"
+                ) from exc
+            return f"[{result.status}, {result.steps} steps] {result.output}"
+
+        return run_tool

@@ -1,0 +1,127 @@
+"""The run lifecycle: when to hand over to a fresh run, and what it carries.
+
+Workflow code. A weeks-long agent lives in a chain of runs under one workflow id:
+``Lifecycle`` decides when to continue as new (Temporal's suggestion or the agent's
+step budget per run), only at a safe point (no handler running), and builds the
+``AgentCheckpoint`` the next run restores from, before any handler of its runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from temporalio import workflow
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent.approvals import Approvals
+from smyth_temporal.agent.compaction import Compactor
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.delegation import Delegation
+from smyth_temporal.agent.sessions import Inbox
+from smyth_temporal.types.agent import AgentCheckpoint, AgentInput
+
+__all__ = ["CARRIED_APPROVALS", "Lifecycle"]
+
+CARRIED_APPROVALS = 50
+"""Decided approval requests carried into the next run at continue-as-new (pending ones
+are always carried); older decisions stay in the history of the run that made them."""
+
+
+class Lifecycle:
+    """Checkpoints, restores and continues the agent's run.
+
+    Args:
+        config: The agent's config (``continue_as_new_after_steps``).
+        log: The agent's logger.
+        parts: The components whose state a checkpoint carries.
+        data: The agent's own state (``AgentWorkflow.data``), read when checkpointing.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        log: WorkflowLogger,
+        *,
+        conversation: Conversation,
+        approvals: Approvals,
+        compactor: Compactor,
+        inbox: Inbox,
+        delegation: Delegation,
+        data: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.generation = 1
+        """Which run of the chain this is (the first is 1)."""
+        self.run_start_step = 0
+        """The step count this run started at."""
+        self.restored = False
+        """Whether this run restored a checkpoint (in its constructor or ``begin``)."""
+        self._config = config
+        self._log = log
+        self._conversation = conversation
+        self._approvals = approvals
+        self._compactor = compactor
+        self._inbox = inbox
+        self._delegation = delegation
+        self._data = data
+
+    def should_continue_as_new(self) -> bool:
+        """Whether this run has grown enough to hand over to a fresh one."""
+        limit = self._config.continue_as_new_after_steps
+        if limit is not None and self._conversation.step - self.run_start_step >= limit:
+            return True
+        return workflow.info().is_continue_as_new_suggested()
+
+    def safe_to_continue(self) -> bool:
+        """Whether continue-as-new is due and no handler is running."""
+        if not self.should_continue_as_new():
+            return False
+        if not workflow.all_handlers_finished():
+            self._log.info("agent.continue_as_new_deferred", step=self._conversation.step)
+            return False
+        return True
+
+    def continue_as_new(self, input: AgentInput) -> NoReturn:
+        """Continue as new now, carrying ``checkpoint()`` into the next run."""
+        checkpoint = self.checkpoint()
+        self._log.info(
+            "agent.continue_as_new",
+            step=self._conversation.step,
+            generation=checkpoint.generation,
+            messages=len(checkpoint.messages),
+        )
+        workflow.continue_as_new(input.model_copy(update={"checkpoint": checkpoint}))
+
+    def checkpoint(self) -> AgentCheckpoint:
+        """The state the next run starts from (see ``AgentCheckpoint``)."""
+        conversation = self._conversation
+        return AgentCheckpoint(
+            messages=conversation.messages,
+            step=conversation.step,
+            usage=conversation.usage,
+            approvals=self._approvals.carried(CARRIED_APPROVALS),
+            compactions=self._compactor.records,
+            compaction_count=self._compactor.count,
+            generation=self.generation + 1,
+            data=self._data(),
+            session_messages=self._inbox.received,
+            delegations=self._delegation.count,
+        )
+
+    def restore(self, checkpoint: AgentCheckpoint) -> dict[str, Any]:
+        """Restore every component from ``checkpoint``; returns the agent's ``data``."""
+        conversation = self._conversation
+        conversation.messages = list(checkpoint.messages)
+        conversation.step = self.run_start_step = checkpoint.step
+        conversation.usage = checkpoint.usage
+        self._approvals.restore(checkpoint.approvals)
+        self._compactor.restore(checkpoint.compactions, checkpoint.compaction_count)
+        self.generation = checkpoint.generation
+        self._inbox.received = checkpoint.session_messages
+        self._delegation.count = checkpoint.delegations
+        self.restored = True
+        self._log.info("agent.resumed", step=conversation.step, generation=self.generation)
+        return dict(checkpoint.data)

@@ -1,0 +1,107 @@
+"""The think/act loop: one model turn, and turns until the model answers.
+
+Workflow code. ``Loop.turn`` sends the prompt to the model activity and records the
+assistant message; ``Loop.until_answer`` alternates turns and tool calls until the
+model answers without calling tools, the step budget or a parent's token bound runs
+out. The agent's overridable hooks (``prompt``, ``tools``, ``think``, ``act``) are
+passed in, so a subclass that overrides one changes the loop everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent._commands import call_model
+from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.conversation import Conversation, unique_call_ids
+from smyth_temporal.exceptions import ModelError
+from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.model import ModelRequest
+
+__all__ = ["Loop"]
+
+
+class Loop:
+    """Model turns and the think/act cycle.
+
+    Args:
+        config: The agent's config (model, settings, timeouts).
+        conversation: The conversation the turns extend.
+        log: The agent's logger.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(self, config: AgentConfig, conversation: Conversation, log: WorkflowLogger):
+        self._config = config
+        self._conversation = conversation
+        self._log = log
+
+    async def turn(self, prompt: list[Message], tools: Sequence[Tool]) -> Message:
+        """Send ``prompt`` with ``tools`` to the model; append and return its message.
+
+        Raises:
+            ModelError: The model call failed for good (a rejected request, or
+                retries used up); the run fails with this message.
+        """
+        config = self._config
+        conversation = self._conversation
+        request = ModelRequest(
+            model=config.model,
+            messages=prompt,
+            tools=[t.schema() for t in tools],
+            settings=config.model_settings,
+            agent=workflow.info().workflow_type,
+            step=conversation.step + 1,
+        )
+        conversation.status = "thinking"
+        try:
+            response = await call_model(config, request, summary=f"model turn {request.step}")
+        except ActivityError as exc:
+            conversation.status = "failed"
+            reason = exc.cause or exc
+            self._log.error("agent.model_failed", step=request.step, error=str(reason))
+            raise ModelError(
+                f"model call failed at step {request.step}: {reason}", retryable=False
+            ) from exc
+        message = response.message
+        update: dict[str, object] = {"step": request.step}
+        if message.tool_calls:
+            update["tool_calls"] = unique_call_ids(message.tool_calls)
+        message = message.model_copy(update=update)
+        conversation.messages.append(message)
+        conversation.count(response.usage)
+        conversation.step = request.step
+        conversation.status = "running"
+        self._log.info(
+            "agent.step",
+            step=conversation.step,
+            tool_calls=[c.name for c in message.tool_calls],
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )
+        return message
+
+    async def until_answer(
+        self,
+        *,
+        until_step: int,
+        out_of_tokens: Callable[[], bool],
+        think: Callable[[], Awaitable[Message]],
+        act: Callable[[Sequence[ToolCall]], Awaitable[list[Message]]],
+        between_steps: Callable[[], None] | None = None,
+    ) -> Message | None:
+        """Think and act until the model answers; ``None`` if the steps or tokens run out."""
+        while self._conversation.step < until_step and not out_of_tokens():
+            reply = await think()
+            if not reply.tool_calls:
+                return reply
+            await act(reply.tool_calls)
+            if between_steps is not None:
+                between_steps()
+        return None

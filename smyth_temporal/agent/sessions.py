@@ -1,0 +1,100 @@
+"""Persistent sessions: the inbox of messages and the replies waiting for their senders.
+
+Workflow code. Messages arrive through an update (answered) or a signal (not), are
+numbered in arrival order and answered one at a time. ``check`` is the one rule for
+refusing a message; the update's validator uses it, so a refused message leaves no
+trace in history.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from temporalio import workflow
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.exceptions import InvalidMessageError
+from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus
+from smyth_temporal.types.sessions import SessionMessage, SessionReply
+
+__all__ = ["MAX_SESSION_MESSAGE_CHARS", "Inbox", "Queued"]
+
+MAX_SESSION_MESSAGE_CHARS = 100_000
+"""The longest session message accepted; a longer one is refused, not truncated."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A message waiting to be answered."""
+
+    number: int
+    """Its number in the session (the first is 1, counted across continue-as-new)."""
+    message: SessionMessage
+    """The message."""
+    reply: bool
+    """Whether a sender waits for the reply (an update) or not (a signal)."""
+
+
+class Inbox:
+    """The session's queue of messages, and the replies not yet collected.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(self, log: WorkflowLogger) -> None:
+        self.received = 0
+        """Messages received so far (counted across continue-as-new)."""
+        self.closing = False
+        """Whether ``close_session`` was signalled."""
+        self._queue: deque[Queued] = deque()
+        self._replies: dict[int, SessionReply] = {}
+        self._log = log
+
+    def __bool__(self) -> bool:
+        return bool(self._queue)
+
+    def check(self, message: SessionMessage, input: AgentInput | None, status: AgentStatus) -> None:
+        """Refuse a message this session cannot take.
+
+        Raises:
+            InvalidMessageError: Not a session, another tenant's session, a closed
+                session, an empty or an oversized message.
+        """
+        problem: str | None = None
+        if input is None or input.mode != "session":
+            problem = "this agent run is not a session (start it with AgentClient.send)"
+        elif message.tenant != input.tenant:
+            problem = f"the session belongs to another tenant than {message.tenant!r}"
+        elif self.closing or status in TERMINAL_STATUSES:
+            problem = "the session is closed"
+        elif not message.text.strip():
+            problem = "the message is empty"
+        elif len(message.text) > MAX_SESSION_MESSAGE_CHARS:
+            problem = (
+                f"the message has {len(message.text)} characters; "
+                f"the limit is {MAX_SESSION_MESSAGE_CHARS}"
+            )
+        if problem:
+            raise InvalidMessageError(problem)
+
+    def enqueue(self, message: SessionMessage, *, reply: bool) -> int:
+        """Queue a message; returns its number."""
+        self.received += 1
+        self._queue.append(Queued(self.received, message, reply))
+        self._log.info("session.message", number=self.received, sender=message.sender)
+        return self.received
+
+    def next(self) -> Queued:
+        """Take the oldest queued message."""
+        return self._queue.popleft()
+
+    def answer(self, queued: Queued, reply: SessionReply) -> None:
+        """Hand ``reply`` to whoever waits for ``queued`` (nobody, for an event)."""
+        if queued.reply:
+            self._replies[queued.number] = reply
+
+    async def reply_to(self, number: int) -> SessionReply:
+        """Wait until message ``number`` is answered, and take the reply."""
+        await workflow.wait_condition(lambda: number in self._replies)
+        return self._replies.pop(number)

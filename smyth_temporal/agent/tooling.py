@@ -1,0 +1,189 @@
+"""Running a tool call: one path for every tool, whatever runs it.
+
+Workflow code. ``ToolRunner.call`` takes a call through the same four stages for
+``@tool`` functions, the built-in tools (``remember``, ``recall``, ``delegate``) and,
+next, MCP tools:
+
+1. validate: the tool exists and the arguments fit its schema;
+2. gate: a call that needs a person's approval waits for the decision;
+3. execute: the tool's ``executor`` runs it (its activity, or a runtime component);
+4. record: usage, the log, and the result message for the model.
+
+Whatever goes wrong (an unknown tool, arguments that do not fit, a rejection, a tool
+that still fails after its retries) becomes the result, so the model can correct
+itself; only a policy that fails the run (an expired approval with
+``on_timeout="fail"``) raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent._commands import call_tool_activity
+from smyth_temporal.agent.approvals import Approvals, refusal
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
+from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
+from smyth_temporal.types.approvals import arguments_sha256
+from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.tools import ToolInvocation
+
+__all__ = ["ToolExecutor", "ToolRunner"]
+
+
+class ToolExecutor(Protocol):
+    """Runs validated (and, if gated, approved) calls of the tools that name it.
+
+    Added in 0.3.0.
+    """
+
+    async def __call__(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+        """Run the call and return the text the model sees.
+
+        Raises:
+            ToolCallError: The call failed; the message is reported to the model.
+        """
+        ...
+
+
+class ToolRunner:
+    """Validates, gates, executes and records tool calls.
+
+    Args:
+        conversation: The agent's conversation.
+        approvals: The agent's approvals.
+        log: The agent's logger.
+        offered: The tools the model is offered now (the agent's ``tools``).
+        tenant: The tenant the agent runs for.
+        executors: Executors by name, besides ``activity``.
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        approvals: Approvals,
+        log: WorkflowLogger,
+        *,
+        offered: Callable[[], Sequence[Tool]],
+        tenant: Callable[[], str],
+        executors: Mapping[str, ToolExecutor],
+    ) -> None:
+        self._conversation = conversation
+        self._approvals = approvals
+        self._log = log
+        self._offered = offered
+        self._tenant = tenant
+        self._executors: dict[str, ToolExecutor] = {
+            ACTIVITY_EXECUTOR: self._run_activity,
+            **executors,
+        }
+
+    def find(self, name: str) -> Tool | None:
+        """The offered tool called ``name``."""
+        return next((t for t in self._offered() if t.name == name), None)
+
+    def request_approval(self, call: ToolCall, *, reason: str | None = None) -> Any:
+        """Record an approval request for ``call`` if its tool requires one."""
+        return self._approvals.request(
+            call,
+            self.find(call.name),
+            step=self._conversation.step,
+            reason=reason if reason is not None else self._conversation.reason_for(call),
+        )
+
+    async def call(self, call: ToolCall) -> Message:
+        """Run one call through validate, gate, execute, record; the result message."""
+        spec = self.find(call.name)
+        if spec is None:
+            known = ", ".join(t.name for t in self._offered()) or "none"
+            return self.error(call, f"unknown tool '{call.name}'. Available tools: {known}.")
+        try:
+            arguments = spec.validate_arguments(call.arguments)
+        except ToolArgumentsError as exc:
+            return self.error(call, str(exc))
+        request = self.request_approval(call)
+        if request is not None:
+            await self._approvals.wait(request)
+            decision = request.decision
+            if decision is None or not decision.approved:
+                return self.error(call, refusal(request))
+            if decision.arguments is not None:
+                arguments = spec.validate_arguments(decision.arguments)
+            request.executed_arguments_sha256 = arguments_sha256(arguments)
+        try:
+            content = await self._executors[spec.executor](spec, call, arguments)
+        except ToolCallError as exc:
+            return self.error(call, str(exc))
+        self._log.info(
+            "agent.tool_result", step=self._conversation.step, tool=call.name, call_id=call.id
+        )
+        return Message.tool_result(call, content, step=self._conversation.step)
+
+    async def act(
+        self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
+    ) -> list[Message]:
+        """Run calls in the model's order: consecutive read-only ones concurrently.
+
+        Every gated call of the turn asks first, so people can decide in any order.
+        ``call`` runs one call (the agent's overridable ``call_tool``).
+        """
+        for each in calls:
+            self.request_approval(each)
+        results: list[Message] = []
+        batch: list[ToolCall] = []
+        for each in calls:
+            spec = self.find(each.name)
+            if spec is not None and spec.read_only:
+                batch.append(each)
+                continue
+            results += await _concurrently(batch, call)
+            batch = []
+            results.append(await call(each))
+        results += await _concurrently(batch, call)
+        return results
+
+    def error(self, call: ToolCall, text: str) -> Message:
+        """The result message reporting a failed call to the model."""
+        self._log.warning(
+            "agent.tool_error", step=self._conversation.step, tool=call.name, error=text
+        )
+        return Message.tool_result(call, f"Error: {text}", step=self._conversation.step)
+
+    async def _run_activity(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+        info = workflow.info()
+        step = self._conversation.step
+        invocation = ToolInvocation(
+            tool=spec.name,
+            call_id=call.id,
+            arguments=arguments,
+            idempotency_key=f"{info.workflow_id}/{step}/{call.id}",
+            agent=info.workflow_type,
+            step=step,
+            tenant=self._tenant(),
+        )
+        self._conversation.pending[call.id] = call
+        self._conversation.count_tool_call()
+        try:
+            outcome = await call_tool_activity(spec, invocation)
+        except ActivityError as exc:
+            raise ToolCallError(f"tool '{call.name}' failed: {exc.cause or exc}") from exc
+        finally:
+            del self._conversation.pending[call.id]
+        return outcome.content
+
+
+async def _concurrently(
+    calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
+) -> list[Message]:
+    if len(calls) <= 1:
+        return [await call(each) for each in calls]
+    # gather keeps the order of its arguments and schedules deterministically.
+    return list(await asyncio.gather(*(call(each) for each in calls)))

@@ -1,0 +1,40 @@
+"""Publishing an agent's approvals to Temporal's visibility store (workflow code).
+
+Pending requests go into the memo, which travels with visibility listings, so they
+can be listed without querying the run (which needs a live worker); the status and
+count go into search attributes, so waiting agents are found across all runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from temporalio import workflow
+
+from smyth_temporal.types.agent import AgentStatus
+from smyth_temporal.types.approvals import ApprovalRequest
+from smyth_temporal.types.visibility import (
+    PENDING_APPROVALS_ATTRIBUTE,
+    PENDING_APPROVALS_MEMO,
+    STATUS_ATTRIBUTE,
+)
+
+__all__ = ["publish_approvals"]
+
+
+def publish_approvals(pending: Sequence[ApprovalRequest], status: AgentStatus, tenant: str) -> None:
+    """Upsert the status, the pending count and the pending requests (with the tenant)."""
+    workflow.upsert_search_attributes(
+        [
+            STATUS_ATTRIBUTE.value_set("awaiting_approval" if pending else status),
+            PENDING_APPROVALS_ATTRIBUTE.value_set(len(pending)),
+        ]
+    )
+    workflow.upsert_memo(
+        {
+            PENDING_APPROVALS_MEMO: {
+                "tenant": tenant,
+                "requests": [r.model_dump(mode="json") for r in pending],
+            }
+        }
+    )
