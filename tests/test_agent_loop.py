@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal import AgentClient, AgentInput, Message, ToolCall
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply, tool_call
 from tests.agents import Analyst, Summarizer, read_ledger
@@ -138,3 +138,45 @@ async def test_custom_agent_composes_building_blocks(
     assert result.steps == 2
     # The summary turn offered no tools.
     assert model.requests[1].tools == []
+
+
+def same_id_turn(*calls: tuple[str, dict[str, object]]) -> ModelResponse:
+    """A turn whose calls all carry the id ``dup`` (as some servers return them)."""
+    return ModelResponse(
+        message=Message(
+            role="assistant",
+            tool_calls=[ToolCall(id="dup", name=n, arguments=json.dumps(a)) for n, a in calls],
+        )
+    )
+
+
+async def test_calls_with_the_same_id_stay_apart(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    orders = [("place_order", {"order": {"symbol": s, "quantity": 1}}) for s in ("ACME", "INITECH")]
+    model = ScriptedModel(
+        [
+            same_id_turn(("get_quote", {"symbol": "ACME"}), ("get_quote", {"symbol": "GLOBEX"})),
+            same_id_turn(*orders),
+            lambda request: reply(" | ".join(tool_messages(request))),
+        ]
+    )
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="Quote two, buy two"))
+        result = await agents.result(handle.id)
+        state = await agents.state(handle.id)
+
+    # Both calls of each turn ran, each once, with its own idempotency key.
+    assert result.output.split(" | ")[:2] == ["101.5", "42.0"]
+    entries = read_ledger(ledger)
+    assert sorted(e["symbol"] for e in entries if e["tool"] == "place_order") == [
+        "ACME",
+        "INITECH",
+    ]
+    keys = [e["key"] for e in entries]
+    assert len(keys) == len(set(keys)) == 4
+    assert f"{handle.id}/2/dup" in keys and f"{handle.id}/2/dup~2" in keys
+    # Inside, the calls are unique; towards the model they keep the id it gave.
+    calls = state.messages[2].tool_calls
+    assert [(c.id, c.wire_id) for c in calls] == [("dup", "dup"), ("dup~2", "dup")]
+    assert {m.tool_call_id for m in state.messages if m.role == "tool"} == {"dup"}

@@ -157,11 +157,9 @@ class Approvals:
         )
         self.apply(request, decision, status="expired")
 
-    def check(
-        self, decision: ApprovalDecision, validate_arguments: ArgumentsValidator
-    ) -> ApprovalRequest:
+    def check(self, decision: ApprovalDecision) -> ApprovalRequest:
         """The pending request ``decision`` applies to (see ``check_decision``)."""
-        return check_decision(decision, self.requests, validate_arguments)
+        return check_decision(decision, self.requests, self._validate_edit)
 
     def apply(
         self,
@@ -182,6 +180,13 @@ class Approvals:
             by=decision.by,
             edited=decision.arguments is not None,
         )
+
+    def _validate_edit(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        # Edited arguments must fit the tool as configured now (not as offered this turn).
+        spec = self._config.tool(tool)
+        if spec is None:
+            raise ValueError(f"the agent no longer has tool '{tool}'")
+        return spec.validate_arguments(arguments)
 
     def carried(self, keep_decided: int) -> list[ApprovalRequest]:
         """What continue-as-new carries: every pending request, the recent decided ones."""

@@ -10,7 +10,7 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.context import TokenCounter, estimate_tokens
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.exceptions import ConfigurationError, UserError
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.tools import OnTimeout
 
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_SUMMARY_RETRY",
     "DEFAULT_TRANSCRIPT_NAMESPACE",
     "AgentConfig",
+    "config_of",
 ]
 
 DEFAULT_APPROVAL_TIMEOUT = timedelta(days=7)
@@ -183,3 +184,15 @@ class AgentConfig:
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name``, if the agent has it."""
         return next((t for t in self.tools if t.name == name), None)
+
+
+def config_of(agent: type) -> AgentConfig:
+    """The ``config`` an agent class sets.
+
+    Raises:
+        UserError: The class sets none (or not an ``AgentConfig``).
+    """
+    config = getattr(agent, "config", None)
+    if not isinstance(config, AgentConfig):
+        raise UserError(f"{agent.__name__} must set the class attribute `config`")
+    return config

@@ -1,4 +1,4 @@
-"""The run lifecycle: when to hand over to a fresh run, and what it carries.
+"""The run lifecycle: when to hand over to a fresh run, what it carries, what it shows.
 
 Workflow code. A weeks-long agent lives in a chain of runs under one workflow id:
 ``Lifecycle`` decides when to continue as new (Temporal's suggestion or the agent's
@@ -20,7 +20,7 @@ from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import Delegation
 from smyth_temporal.agent.sessions import Inbox
-from smyth_temporal.types.agent import AgentCheckpoint, AgentInput
+from smyth_temporal.types.agent import AgentCheckpoint, AgentInput, AgentState
 
 __all__ = ["CARRIED_APPROVALS", "Lifecycle"]
 
@@ -109,6 +109,31 @@ class Lifecycle:
             data=self._data(),
             session_messages=self._inbox.received,
             delegations=self._delegation.count,
+        )
+
+    def snapshot(self, input: AgentInput | None) -> AgentState:
+        """The agent's state as the ``state`` query answers it."""
+        info, conversation = workflow.info(), self._conversation
+        recent = self._config.state_messages
+        return AgentState(
+            agent=info.workflow_type,
+            workflow_id=info.workflow_id,
+            run_id=info.run_id,
+            status=conversation.status,
+            step=conversation.step,
+            max_steps=self._config.max_steps,
+            tenant=input.tenant if input else "default",
+            session_id=input.session_id if input else None,
+            messages=conversation.messages[-recent:] if recent > 0 else [],
+            message_count=len(conversation.messages),
+            pending_tool_calls=list(conversation.pending.values()),
+            usage=conversation.usage,
+            output=conversation.output,
+            approvals=list(self._approvals.requests.values()),
+            context_tokens=self._config.token_counter(conversation.messages),
+            compactions=self._compactor.records,
+            generation=self.generation,
+            data=self._data(),
         )
 
     def restore(self, checkpoint: AgentCheckpoint) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from smyth_temporal.agent.approvals import Approvals, refusal
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
-from smyth_temporal.types.approvals import arguments_sha256
+from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
 
@@ -90,7 +90,9 @@ class ToolRunner:
         """The offered tool called ``name``."""
         return next((t for t in self._offered() if t.name == name), None)
 
-    def request_approval(self, call: ToolCall, *, reason: str | None = None) -> Any:
+    def request_approval(
+        self, call: ToolCall, *, reason: str | None = None
+    ) -> ApprovalRequest | None:
         """Record an approval request for ``call`` if its tool requires one."""
         return self._approvals.request(
             call,

@@ -19,7 +19,7 @@ here and in ``loop.py``, ``act``/``call_tool`` → ``ToolRunner`` in ``tooling.p
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, NoReturn
 
@@ -28,7 +28,7 @@ from temporalio import workflow
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.compaction import Compactor
-from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.config import AgentConfig, config_of
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
 from smyth_temporal.agent.lifecycle import Lifecycle
@@ -95,7 +95,7 @@ class AgentWorkflow:
 
     def __init__(self, *args: Any) -> None:
         # Takes (and ignores) the run method's arguments: see _install_init.
-        config = self._agent_config()
+        config = config_of(type(self))
         self._log = WorkflowLogger("smyth_temporal.agent")
         self._input: AgentInput | None = None
         self.data: dict[str, Any] = {}
@@ -145,45 +145,25 @@ class AgentWorkflow:
     @workflow.query(name="state")
     def state(self) -> AgentState:
         """A snapshot of the agent: status, step, recent messages, pending calls, usage."""
-        info, conversation, recent = workflow.info(), self.conversation, self.config.state_messages
-        return AgentState(
-            agent=info.workflow_type,
-            workflow_id=info.workflow_id,
-            run_id=info.run_id,
-            status=conversation.status,
-            step=conversation.step,
-            max_steps=self.config.max_steps,
-            tenant=self._input.tenant if self._input else "default",
-            session_id=self._input.session_id if self._input else None,
-            messages=conversation.messages[-recent:] if recent > 0 else [],
-            message_count=len(conversation.messages),
-            pending_tool_calls=list(conversation.pending.values()),
-            usage=conversation.usage,
-            output=conversation.output,
-            approvals=list(self.approvals.requests.values()),
-            context_tokens=self.config.token_counter(conversation.messages),
-            compactions=self._compactor.records,
-            generation=self.lifecycle.generation,
-            data=self.data,
-        )
+        return self.lifecycle.snapshot(self._input)
 
     @workflow.update(name=APPROVAL_UPDATE)
     def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
         """Apply a decision and answer with the decided request."""
-        request = self.approvals.check(decision, self._validate_edit)
+        request = self.approvals.check(decision)
         self.approvals.apply(request, decision)
         return ApprovalOutcome(request=request)
 
     @decide_approval.validator
     def _validate_decision(self, decision: ApprovalDecision) -> None:
         # Runs before anything is written to history: an invalid decision leaves no trace.
-        self.approvals.check(decision, self._validate_edit)
+        self.approvals.check(decision)
 
     @workflow.signal(name=APPROVAL_SIGNAL)
     def approval_decision(self, decision: ApprovalDecision) -> None:
         """Apply a decision sent as a signal; an invalid one is logged and ignored."""
         try:
-            request = self.approvals.check(decision, self._validate_edit)
+            request = self.approvals.check(decision)
         except InvalidDecisionError as exc:
             self._log.warning("approval.invalid_decision", error=str(exc), by=decision.by)
             return
@@ -341,8 +321,7 @@ class AgentWorkflow:
 
         ``reason`` defaults to the model's text of that turn.
         """
-        request: ApprovalRequest | None = self._tools.request_approval(call, reason=reason)
-        return request
+        return self._tools.request_approval(call, reason=reason)
 
     async def respond(self, text: str, *, max_steps: int | None = None) -> Message:
         """Add ``text`` as a user message, then think and act until the model answers.
@@ -390,8 +369,7 @@ class AgentWorkflow:
     @property
     def out_of_tokens(self) -> bool:
         """Whether a parent's token bound (``AgentLimits.max_tokens``) is used up."""
-        limits = self._input.limits if self._input else None
-        used = self.conversation.usage.total_tokens
+        limits, used = self._input.limits if self._input else None, self.usage.total_tokens
         return bool(limits and limits.max_tokens and used >= limits.max_tokens)
 
     # -- building blocks: memory and sub-agents --------------------------------------
@@ -511,11 +489,6 @@ class AgentWorkflow:
     def usage(self, usage: Usage) -> None:
         self.conversation.usage = usage
 
-    @property
-    def status(self) -> AgentStatus:
-        """``conversation.status``."""
-        return self.conversation.status
-
     def last_text(self) -> str:
         """The text of the last assistant message that had any."""
         return self.conversation.last_text()
@@ -544,22 +517,9 @@ class AgentWorkflow:
         self._inbox.answer(queued, reply)
         self._log.info("session.answered", number=queued.number, step=self.conversation.step)
 
-    def _validate_edit(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        spec = self.config.tool(tool)
-        if spec is None:
-            raise ValueError(f"the agent no longer has tool '{tool}'")
-        return spec.validate_arguments(arguments)
-
     def _publish_approvals(self) -> None:
         if self.config.search_attributes:
             publish_approvals(self.approvals.pending, self.conversation.status, self.input.tenant)
-
-    @classmethod
-    def _agent_config(cls) -> AgentConfig:
-        config = getattr(cls, "config", None)
-        if not isinstance(config, AgentConfig):
-            raise UserError(f"{cls.__name__} must set the class attribute `config`")
-        return config
 
 
 def _install_init(cls: type[AgentWorkflow]) -> None:
