@@ -20,6 +20,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ import pytest
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory import _edge, _qdrant
 from smyth_temporal.memory._edge import EdgeStore
+from smyth_temporal.memory._embed import HashEmbedder
+from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._qdrant import QdrantServerStore
 from smyth_temporal.memory._store import (
     INDEXED_FIELDS,
@@ -40,6 +43,7 @@ from smyth_temporal.memory._store import (
     StoredPoint,
     StoreFilter,
 )
+from smyth_temporal.types.memory import ListRequest, MemoryScope, RecallRequest, RememberRequest
 
 pytestmark = pytest.mark.filterwarnings(
     # qdrant-client's local mode warns that it ignores payload indexes; we know.
@@ -608,3 +612,35 @@ async def test_a_client_passed_in_stays_open() -> None:
     await store.close()
     with pytest.raises(ConfigurationError):
         QdrantServerStore(url="http://x:6333", client=store.client)
+
+
+async def test_reads_across_a_tenants_namespaces_never_across_tenants(
+    factory: StoreFactory,
+) -> None:
+    manager = MemoryManager(factory(), HashEmbedder(64))
+    now = datetime(2026, 11, 22, tzinfo=UTC)
+    for tenant, namespace, text in [
+        ("acme", "research", "ACME reports earnings on May 3"),
+        ("acme", "trading", "ACME earnings call moved to May 4"),
+        ("globex", "research", "GLOBEX earnings on May 3"),
+    ]:
+        await manager.remember(
+            RememberRequest(
+                scope=MemoryScope(tenant=tenant, namespace=namespace),
+                texts=[text],
+                created_at=now,
+            )
+        )
+
+    hits = await manager.recall(RecallRequest(tenant="acme", query="earnings", k=10, now=now))
+    listed = await manager.list(ListRequest(tenant="acme"))
+    one = await manager.list(ListRequest(scope=MemoryScope(tenant="acme", namespace="trading")))
+
+    assert sorted(h.record.scope.namespace for h in hits) == ["research", "trading"]
+    assert {h.record.scope.tenant for h in hits} == {"acme"}
+    assert sorted(r.scope.namespace for r in listed) == ["research", "trading"]
+    assert [r.scope.namespace for r in one] == ["trading"]
+    with pytest.raises(ValueError, match="name a scope, or a tenant"):
+        ListRequest()
+    with pytest.raises(ValueError, match="name a scope, or a tenant"):
+        ListRequest(tenant="acme", scope=MemoryScope(tenant="acme", namespace="x"))

@@ -30,6 +30,7 @@ from smyth_temporal.types.memory import (
     MemoryRecord,
     MemoryScope,
     Provenance,
+    ReadScope,
     RecallRequest,
     RememberRequest,
     SupersedeRequest,
@@ -98,9 +99,9 @@ class MemoryManager:
         return [existing.get(record_id) or record for record_id, record in wanted.items()]
 
     async def recall(self, request: RecallRequest) -> list[MemoryHit]:
-        """The memories of the scope closest to the query, best first."""
+        """The memories of the scope (or tenant) closest to the query, best first."""
         collection = await self._collection()
-        must: list[Condition] = list(_scope_conditions(request.scope))
+        must: list[Condition] = list(_read_conditions(request))
         if request.kinds:
             must.append(MatchAny("kind", tuple(request.kinds)))
         if request.agent:
@@ -116,9 +117,9 @@ class MemoryManager:
         return [MemoryHit(record=_to_record(point), score=score) for point, score in found]
 
     async def list(self, request: ListRequest) -> list[MemoryRecord]:
-        """The scope's memories, newest first."""
+        """The memories of the scope (or tenant), newest first."""
         collection = await self._collection()
-        must: list[Condition] = list(_scope_conditions(request.scope))
+        must: list[Condition] = list(_read_conditions(request))
         if request.kinds:
             must.append(MatchAny("kind", tuple(request.kinds)))
         if request.workflow_id:
@@ -204,6 +205,12 @@ def _scope_key(scope: MemoryScope) -> str:
 def _scope_conditions(scope: MemoryScope) -> tuple[Condition, ...]:
     # The scope key narrows the search; the tenant condition is defence in depth.
     return (Match("scope", _scope_key(scope)), Match("tenant", scope.tenant))
+
+
+def _read_conditions(request: ReadScope) -> tuple[Condition, ...]:
+    if request.scope is not None:
+        return _scope_conditions(request.scope)
+    return (Match("tenant", str(request.tenant)),)
 
 
 def _in_scope(point: StoredPoint, scope: MemoryScope) -> bool:

@@ -8,24 +8,25 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 __all__ = [
+    "ForgetRequest",
+    "ForgetResult",
+    "ListRequest",
     "MEMORY_ACTIVITY_FORGET",
     "MEMORY_ACTIVITY_LIST",
     "MEMORY_ACTIVITY_RECALL",
     "MEMORY_ACTIVITY_REMEMBER",
     "MEMORY_ACTIVITY_SUPERSEDE",
     "MEMORY_ACTIVITY_UNDO_RUN",
-    "ForgetRequest",
-    "ForgetResult",
-    "ListRequest",
     "MemoryHit",
     "MemoryRecord",
     "MemoryScope",
     "Provenance",
+    "ReadScope",
     "RecallRequest",
     "RememberRequest",
     "SupersedeRequest",
@@ -127,10 +128,30 @@ class RememberRequest(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class RecallRequest(BaseModel):
+class ReadScope(BaseModel):
+    """Where a read looks: one scope, or every namespace of one tenant.
+
+    Agents always read their own scope; administrators (``smyth memory search``
+    without a namespace) may read every namespace of a tenant, never across tenants.
+
+    Added in 0.3.0.
+    """
+
+    scope: MemoryScope | None = None
+    """The tenant and namespace to read."""
+    tenant: str | None = Field(default=None, min_length=1)
+    """Without ``scope``: read every namespace of this tenant."""
+
+    @model_validator(mode="after")
+    def _one_place(self) -> Self:
+        if (self.scope is None) == (self.tenant is None):
+            raise ValueError("name a scope, or a tenant to read every namespace of")
+        return self
+
+
+class RecallRequest(ReadScope):
     """Search memories (``smyth.memory.recall``)."""
 
-    scope: MemoryScope
     query: str
     k: int = Field(default=5, ge=1, le=100)
     kinds: list[str] | None = None
@@ -143,10 +164,9 @@ class RecallRequest(BaseModel):
     """What counts as now for expiry (workflow time, for determinism of the request)."""
 
 
-class ListRequest(BaseModel):
+class ListRequest(ReadScope):
     """List memories, newest first (``smyth.memory.list``)."""
 
-    scope: MemoryScope
     kinds: list[str] | None = None
     workflow_id: str | None = None
     limit: int = Field(default=50, ge=1, le=10_000)
