@@ -42,12 +42,16 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, SmythPlugin
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.models import ModelRequest, ModelResponse
-from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT
-from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from smyth_temporal.tools import Tool, tool
+
+# This module defines a workflow, so the sandbox re-imports it: its worker-side imports
+# (the plugin, the model providers, the testing helpers) are passed through as is.
+with workflow.unsafe.imports_passed_through():
+    from smyth_temporal.models import ModelRequest, ModelResponse
+    from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT, SmythPlugin
+    from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from tests.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
 from tests.approval_agents import Trader
 
