@@ -59,6 +59,14 @@ def tool_results(request: ModelRequest) -> ModelResponse:
     return reply(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
 
 
+def same_id(*turns: ModelResponse) -> ModelResponse:
+    """One turn with the calls of ``turns``, all given the id ``dup``."""
+    calls = [c.model_copy(update={"id": "dup"}) for t in turns for c in t.message.tool_calls]
+    return turns[0].model_copy(
+        update={"message": turns[0].message.model_copy(update={"tool_calls": calls})}
+    )
+
+
 # Scenario name -> (agent, prompt, model script).
 SCRIPTED: dict[str, tuple[type[AgentWorkflow], str, Sequence[ScriptStep]]] = {
     # Several tools of every effect class over four steps.
@@ -107,6 +115,20 @@ SCRIPTED: dict[str, tuple[type[AgentWorkflow], str, Sequence[ScriptStep]]] = {
         Analyst,
         "Loop forever",
         [tool_call("get_quote", symbol="ACME")] * Analyst.config.max_steps,
+    ),
+    # Turns whose calls share one id (as some OpenAI-compatible servers return them):
+    # two quotes together, then two orders, each keyed by its own unique id.
+    "analyst_duplicate_ids": (
+        Analyst,
+        "Quote two, buy two",
+        [
+            same_id(tool_call("get_quote", symbol="ACME"), tool_call("get_quote", symbol="GLOBEX")),
+            same_id(
+                tool_call("place_order", order={"symbol": "ACME", "quantity": 1}),
+                tool_call("place_order", order={"symbol": "GLOBEX", "quantity": 1}),
+            ),
+            tool_results,
+        ],
     ),
     # A custom loop built from the building blocks.
     "summarizer_custom": (
