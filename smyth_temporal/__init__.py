@@ -45,7 +45,7 @@ from smyth_temporal.exceptions import (
     UnknownAgentError,
     UserError,
 )
-from smyth_temporal.tools import Tool, ToolContext, tool, tool_context
+from smyth_temporal.tools import Tool, ToolContext, ToolExecutor, tool, tool_context
 from smyth_temporal.types import (
     AgentCheckpoint,
     AgentInput,
@@ -156,6 +156,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinitionError",
     "ToolEffect",
+    "ToolExecutor",
     "UnknownAgentError",
     "Usage",
     "UserError",

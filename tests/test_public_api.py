@@ -55,6 +55,7 @@ def test_top_level_exports() -> None:
         "ToolContext",
         "ToolDefinitionError",
         "ToolEffect",
+        "ToolExecutor",
         "UnknownAgentError",
         "Usage",
         "UserError",

@@ -20,10 +20,10 @@ from smyth_temporal import (
     AgentWorkflow,
     MemoryHit,
     MemoryRecord,
-    Message,
     Tool,
     ToolCall,
-    Usage,
+    ToolCallError,
+    ToolExecutor,
     UserError,
     tool,
 )
@@ -108,7 +108,11 @@ class Researcher(AgentWorkflow):
         return records
 
 
-@tool(effect="idempotent")
+REVIEW_EXECUTOR = "review"
+"""The executor that runs ``correct_finding``: the Reviewer workflow itself."""
+
+
+@tool(effect="idempotent", executor=REVIEW_EXECUTOR)
 async def correct_finding(finding_id: str, correction: str, reason: str) -> str:
     """Replace a finding that is wrong or out of date with a corrected one.
 
@@ -120,8 +124,9 @@ async def correct_finding(finding_id: str, correction: str, reason: str) -> str:
         correction: The corrected finding, written like the others.
         reason: Why the old finding is wrong.
     """
-    # The reviewer's own tool: the Reviewer workflow runs it with the ``supersede``
-    # building block, never as an activity (it is not in ``AgentConfig.tools``).
+    # The reviewer's own tool: the Reviewer workflow runs it (see
+    # ``Reviewer.tool_executors``) with the ``supersede`` building block, never as an
+    # activity, so this body is only its signature.
     raise UserError("correct_finding is run by the Reviewer workflow itself")
 
 
@@ -137,6 +142,7 @@ class Reviewer(AgentWorkflow):
     config = AgentConfig(
         model=REVIEWER_MODEL,
         instructions=REVIEWER_INSTRUCTIONS,
+        tools=[correct_finding],
         memory_namespace=NAMESPACE,
         # Nothing is put into the prompt up front: the model recalls what it needs.
         memory_recall_k=0,
@@ -167,39 +173,27 @@ class Reviewer(AgentWorkflow):
             )
         return result
 
-    @property
-    def tools(self) -> list[Tool]:
-        """The built-in memory tools, and ``correct_finding``."""
-        return [*super().tools, correct_finding]
-
     async def recall(self, query: str, **options: Any) -> list[MemoryHit]:
         """Recall as every agent does, and note the findings seen (for the review)."""
         hits: list[MemoryHit] = await super().recall(query, **options)
         self.reviewed.update(h.record.id for h in hits if h.record.kind == FINDING)
         return hits
 
-    async def call_tool(self, call: ToolCall) -> Message:
-        """Run ``correct_finding`` here; every other tool as usual."""
-        if call.name != correct_finding.name:
-            return await super().call_tool(call)
-        self.usage = self.usage + Usage(tool_calls=1)
-        try:
-            arguments = correct_finding.validate_arguments(call.arguments)
-        except ValueError as exc:
-            return Message.tool_result(call, f"Error: {exc}", step=self.step)
+    def tool_executors(self) -> dict[str, ToolExecutor]:
+        """``correct_finding`` runs here, in workflow code."""
+        return {REVIEW_EXECUTOR: self.correct_finding}
+
+    async def correct_finding(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+        """Supersede a finding the reviewer has recalled; the model hears what happened."""
         old_id = arguments["finding_id"]
         if old_id not in self.reviewed:
-            return Message.tool_result(
-                call,
-                f"Error: no finding {old_id} among those you recalled; recall the findings "
-                "and use an id from there.",
-                step=self.step,
+            raise ToolCallError(
+                f"no finding {old_id} among those you recalled; recall the findings "
+                "and use an id from there."
             )
         try:
             record = await self.supersede(old_id, arguments["correction"])
         except ActivityError as exc:  # the finding was deleted since it was recalled
-            return Message.tool_result(call, f"Error: {exc.cause or exc}", step=self.step)
+            raise ToolCallError(str(exc.cause or exc)) from exc
         self.corrections.append({"finding": old_id, "by": record.id, "reason": arguments["reason"]})
-        return Message.tool_result(
-            call, f"Corrected: [{old_id}] is superseded by [{record.id}].", step=self.step
-        )
+        return f"Corrected: [{old_id}] is superseded by [{record.id}]."

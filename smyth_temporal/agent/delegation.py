@@ -17,8 +17,8 @@ from temporalio.exceptions import ChildWorkflowError
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._names import workflow_name
 from smyth_temporal.agent.conversation import Conversation
-from smyth_temporal.agent.tooling import ToolExecutor
 from smyth_temporal.exceptions import ToolCallError, UserError
+from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import Tool, tool
 from smyth_temporal.types.agent import AgentInput, AgentLimits, AgentResult
 from smyth_temporal.types.messages import ToolCall
@@ -140,7 +140,6 @@ class Delegation:
             if agent is None:
                 known = ", ".join(sorted(self._subagents)) or "none"
                 raise ToolCallError(f"unknown sub-agent {arguments['agent']!r}; known: {known}")
-            self._conversation.count_tool_call()
             try:
                 result: AgentResult = await delegate(agent, arguments["task"])
             except ChildWorkflowError as exc:

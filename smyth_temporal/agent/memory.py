@@ -18,8 +18,8 @@ from temporalio.exceptions import ActivityError
 from smyth_temporal.agent._commands import call_memory
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
-from smyth_temporal.agent.tooling import ToolExecutor
 from smyth_temporal.exceptions import ToolCallError, UserError
+from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import Tool, tool
 from smyth_temporal.types.agent import AgentInput, AgentResult
 from smyth_temporal.types.memory import (
@@ -259,7 +259,6 @@ class AgentMemory:
         """The executor of the built-in tools, through the agent's ``recall``/``remember``."""
 
         async def run_tool(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
-            self._conversation.count_tool_call()
             try:
                 if spec.name == REMEMBER_TOOL.name:
                     [record] = await remember(arguments["text"], kind=arguments["kind"])

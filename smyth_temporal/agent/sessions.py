@@ -9,13 +9,16 @@ trace in history.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from temporalio import workflow
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import InvalidMessageError
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.sessions import SessionMessage, SessionReply
 
 __all__ = ["MAX_SESSION_MESSAGE_CHARS", "Inbox", "Queued"]
@@ -88,6 +91,23 @@ class Inbox:
     def next(self) -> Queued:
         """Take the oldest queued message."""
         return self._queue.popleft()
+
+    async def answer_next(
+        self, conversation: Conversation, respond: Callable[[str], Awaitable[Message]]
+    ) -> None:
+        """Answer the oldest message with ``respond`` (the agent's think/act until answer)."""
+        queued = self.next()
+        conversation.status = "running"
+        answer = await respond(queued.message.text)
+        text = answer.content if not answer.tool_calls else conversation.last_text()
+        reply = SessionReply(
+            text=text or "",
+            number=queued.number,
+            step=conversation.step,
+            usage=conversation.usage,
+        )
+        self.answer(queued, reply)
+        self._log.info("session.answered", number=queued.number, step=conversation.step)
 
     def answer(self, queued: Queued, reply: SessionReply) -> None:
         """Hand ``reply`` to whoever waits for ``queued`` (nobody, for an event)."""

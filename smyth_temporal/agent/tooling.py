@@ -7,7 +7,7 @@ next, MCP tools:
 1. validate: the tool exists and the arguments fit its schema;
 2. gate: a call that needs a person's approval waits for the decision;
 3. execute: the tool's ``executor`` runs it (its activity, or a runtime component);
-4. record: usage, the log, and the result message for the model.
+4. record: usage (every executed call counts), the log, and the result message.
 
 Whatever goes wrong (an unknown tool, arguments that do not fit, a rejection, a tool
 that still fails after its retries) becomes the result, so the model can correct
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -29,27 +29,13 @@ from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
+from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
 
-__all__ = ["ToolExecutor", "ToolRunner"]
-
-
-class ToolExecutor(Protocol):
-    """Runs validated (and, if gated, approved) calls of the tools that name it.
-
-    Added in 0.3.0.
-    """
-
-    async def __call__(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
-        """Run the call and return the text the model sees.
-
-        Raises:
-            ToolCallError: The call failed; the message is reported to the model.
-        """
-        ...
+__all__ = ["ToolRunner"]
 
 
 class ToolRunner:
@@ -120,8 +106,15 @@ class ToolRunner:
             if decision.arguments is not None:
                 arguments = spec.validate_arguments(decision.arguments)
             request.executed_arguments_sha256 = arguments_sha256(arguments)
+        executor = self._executors.get(spec.executor)
+        if executor is None:
+            known = ", ".join(sorted(self._executors))
+            return self.error(
+                call, f"tool '{call.name}' has no executor {spec.executor!r} ({known})"
+            )
+        self._conversation.count_tool_call()
         try:
-            content = await self._executors[spec.executor](spec, call, arguments)
+            content = await executor(spec, call, arguments)
         except ToolCallError as exc:
             return self.error(call, str(exc))
         self._log.info(
@@ -172,7 +165,6 @@ class ToolRunner:
             tenant=self._tenant(),
         )
         self._conversation.pending[call.id] = call
-        self._conversation.count_tool_call()
         try:
             outcome = await call_tool_activity(spec, invocation)
         except ActivityError as exc:

@@ -19,7 +19,7 @@ here and in ``loop.py``, ``act``/``call_tool`` → ``ToolRunner`` in ``tooling.p
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar, NoReturn
 
@@ -34,7 +34,7 @@ from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
 from smyth_temporal.agent.lifecycle import Lifecycle
 from smyth_temporal.agent.loop import Loop
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
-from smyth_temporal.agent.sessions import Inbox, Queued
+from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.agent.visibility import publish_approvals
 from smyth_temporal.context import (
@@ -44,6 +44,7 @@ from smyth_temporal.context import (
     transcript_chunks,
 )
 from smyth_temporal.exceptions import InvalidDecisionError, InvalidMessageError, UserError
+from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState, AgentStatus
 from smyth_temporal.types.approvals import (
@@ -122,6 +123,7 @@ class AgentWorkflow:
             executors={
                 MEMORY_EXECUTOR: self._memory.executor(self.recall, self.remember),
                 DELEGATE_EXECUTOR: self._delegation.executor(self.delegate),
+                **self.tool_executors(),
             },
         )
         self.lifecycle = Lifecycle(
@@ -231,7 +233,7 @@ class AgentWorkflow:
                 lambda: bool(inbox) or inbox.closing or self.lifecycle.should_continue_as_new()
             )
             if inbox:
-                await self._answer(inbox.next())
+                await inbox.answer_next(self.conversation, self.respond)
                 continue
             if inbox.closing:
                 break
@@ -273,6 +275,14 @@ class AgentWorkflow:
             self.conversation.messages.append(Message.user(input.prompt))
         self._log.info("agent.started", tenant=input.tenant, session_id=input.session_id)
         return False
+
+    def tool_executors(self) -> Mapping[str, ToolExecutor]:
+        """Executors of the tools made with ``@tool(executor=name)``, by name; override.
+
+        An executor runs in workflow code: ``await executor(spec, call, arguments)``
+        returns the text for the model, or raises ``ToolCallError`` to report a failure.
+        """
+        return {}
 
     def prompt(self) -> list[Message]:
         """The messages the next model turn sees; override to shape the context."""
@@ -503,19 +513,6 @@ class AgentWorkflow:
             act=self.act,
             between_steps=between,
         )
-
-    async def _answer(self, queued: Queued) -> None:
-        self.conversation.status = "running"
-        answer = await self.respond(queued.message.text)
-        text = answer.content if not answer.tool_calls else self.conversation.last_text()
-        reply = SessionReply(
-            text=text or "",
-            number=queued.number,
-            step=self.conversation.step,
-            usage=self.conversation.usage,
-        )
-        self._inbox.answer(queued, reply)
-        self._log.info("session.answered", number=queued.number, step=self.conversation.step)
 
     def _publish_approvals(self) -> None:
         if self.config.search_attributes:

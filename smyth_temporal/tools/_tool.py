@@ -198,6 +198,7 @@ def tool(
     requires_approval: ApprovalPolicy = False,
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
+    executor: str = ACTIVITY_EXECUTOR,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -215,6 +216,7 @@ def tool(
     requires_approval: ApprovalPolicy = False,
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
+    executor: str = ACTIVITY_EXECUTOR,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn an async function into a tool the model can call.
 
@@ -238,6 +240,10 @@ def tool(
         approval_timeout: How long a request waits (default: the agent's setting).
         on_timeout: ``"reject"``, ``"approve"`` or ``"fail"`` at the deadline
             (default: the agent's setting, itself ``"reject"``).
+        executor: What runs a call: ``"activity"`` (default, the function on a worker)
+            or the name of an executor the agent class provides in
+            ``AgentWorkflow.tool_executors`` (a tool run by workflow code, from its
+            state and building blocks; the function is then only its signature).
 
     Returns:
         A ``Tool``, or a decorator that makes one.
@@ -245,7 +251,7 @@ def tool(
     Raises:
         ToolDefinitionError: The function is not async, or a parameter has no type hint.
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.3.0: ``executor``.
     """
 
     def make(fn: ToolFunction) -> Tool:
@@ -264,6 +270,7 @@ def tool(
             requires_approval=requires_approval,
             approval_timeout=approval_timeout,
             on_timeout=on_timeout,
+            executor=executor,
         )
 
     return make(fn) if fn is not None else make

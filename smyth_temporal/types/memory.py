@@ -13,15 +13,15 @@ from typing import Any, Self
 from pydantic import BaseModel, Field, model_validator
 
 __all__ = [
-    "ForgetRequest",
-    "ForgetResult",
-    "ListRequest",
     "MEMORY_ACTIVITY_FORGET",
     "MEMORY_ACTIVITY_LIST",
     "MEMORY_ACTIVITY_RECALL",
     "MEMORY_ACTIVITY_REMEMBER",
     "MEMORY_ACTIVITY_SUPERSEDE",
     "MEMORY_ACTIVITY_UNDO_RUN",
+    "ForgetRequest",
+    "ForgetResult",
+    "ListRequest",
     "MemoryHit",
     "MemoryRecord",
     "MemoryScope",
