@@ -46,12 +46,17 @@ from temporalio.client import Client, PayloadLimitsConfig
 from temporalio.converter import ExternalStorage
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentClient, AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.models import ModelRequest, ModelResponse
-from smyth_temporal.plugin import SmythPlugin
-from smyth_temporal.storage import DEFAULT_PAYLOAD_THRESHOLD, ContentAddressedFileDriver
-from smyth_temporal.testing import new_task_queue, reply, start_dev_environment, tool_call
+
+# A workflow is defined below, so the sandbox re-imports this module: its worker-side
+# imports are passed through as is.
+with workflow.unsafe.imports_passed_through():
+    from smyth_temporal import AgentClient
+    from smyth_temporal.models import ModelRequest, ModelResponse
+    from smyth_temporal.plugin import SmythPlugin
+    from smyth_temporal.storage import DEFAULT_PAYLOAD_THRESHOLD, ContentAddressedFileDriver
+    from smyth_temporal.testing import new_task_queue, reply, start_dev_environment, tool_call
 
 PAGE_CHARS = 4096
 """Characters of text each tool call returns."""
