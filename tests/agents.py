@@ -7,9 +7,9 @@ import json
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
@@ -134,3 +134,53 @@ class Summarizer(AgentWorkflow):
         await self.act(reply.tool_calls)
         summary = await self.think(tools=[])
         return self.finish(f"SUMMARY: {summary.content}")
+
+
+class Verdict(BaseModel):
+    """A typed answer: what to do with a stock."""
+
+    symbol: str
+    action: Literal["buy", "sell", "hold"]
+    confidence: float = Field(ge=0, le=1)
+
+
+@workflow.defn
+class Rater(AgentWorkflow):
+    """Answers with a ``Verdict`` (validated, corrected at most twice)."""
+
+    config = AgentConfig(
+        model="test-model",
+        instructions="You rate stocks.",
+        tools=[get_quote],
+        output_type=Verdict,
+        max_steps=6,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Counter(AgentWorkflow):
+    """Answers with a plain integer."""
+
+    config = AgentConfig(model="test-model", output_type=int, output_retries=0)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Desk(AgentWorkflow):
+    """Hands the rating to a ``Rater`` and reports the typed verdict it gets back."""
+
+    config = AgentConfig(model="test-model", subagents=[Rater])
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        self.begin(input)
+        result = await self.delegate(Rater, input.prompt)
+        # The child's data comes back as the child's output type, not as JSON.
+        return self.finish(f"{type(result.data).__name__}: {result.data!r}")

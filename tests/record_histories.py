@@ -44,7 +44,7 @@ from smyth_temporal.testing import (
     tool_call,
 )
 from smyth_temporal.types.sessions import session_workflow_id
-from tests.agents import Analyst, Summarizer, read_ledger
+from tests.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.context_agents import Concierge, Digest, Relay
 from tests.worker_process import spawn_worker
 
@@ -128,6 +128,16 @@ SCRIPTED: dict[str, tuple[type[AgentWorkflow], str, Sequence[ScriptStep]]] = {
                 tool_call("place_order", order={"symbol": "GLOBEX", "quantity": 1}),
             ),
             tool_results,
+        ],
+    ),
+    # A typed answer (output_type=Verdict): not JSON at first, corrected on request.
+    "rater_typed_output": (
+        Rater,
+        "Rate ACME",
+        [
+            tool_call("get_quote", symbol="ACME"),
+            reply("ACME looks good, buy."),
+            reply('{"symbol": "ACME", "action": "buy", "confidence": 0.8}'),
         ],
     ),
     # A custom loop built from the building blocks.

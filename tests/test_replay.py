@@ -31,7 +31,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from smyth_temporal import AgentInput, AgentResult, Message, SmythPlugin, Tool, ToolCall
-from tests.agents import Analyst, Summarizer
+from tests.agents import Analyst, Rater, Summarizer
 from tests.context_agents import Concierge, Digest, Relay
 
 # The workflows below are defined here, so the sandbox re-imports this module; the
@@ -62,7 +62,7 @@ async def test_history_replays(path: Path) -> None:
     events = json.loads(path.read_text())["events"]
     assert events[-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
 
-    result = await replayer(Analyst, Summarizer, Digest, Relay, Concierge).replay_workflow(
+    result = await replayer(Analyst, Summarizer, Digest, Relay, Concierge, Rater).replay_workflow(
         load(path)
     )
     assert result.replay_failure is None
@@ -121,9 +121,21 @@ class UncompactedDigest(Digest):
         return await self.run_agent(input)
 
 
+@workflow.defn(name="Rater")
+class StrictRater(Rater):
+    """Takes no correction: the first answer that does not fit ends the run."""
+
+    config = dataclasses.replace(Rater.config, output_retries=0)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
 @pytest.mark.parametrize(
     ("agent", "scenario"),
     [
+        (StrictRater, "rater_typed_output"),
         (UncompactedDigest, "digest_compacted"),
         (SequentialAnalyst, "analyst_concurrent_reads"),
         (ThrottledAnalyst, "analyst_multi_tool"),

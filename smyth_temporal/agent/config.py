@@ -9,6 +9,7 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
+from smyth_temporal.agent.output import OutputType
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError, UserError
 from smyth_temporal.tools._tool import Tool
@@ -139,6 +140,13 @@ class AgentConfig:
     subagents: Sequence[Any] = ()
     """Agent classes the model may hand tasks to through the built-in ``delegate`` tool
     (each runs as a child workflow; see ``AgentWorkflow.delegate``). Added in 0.2.0."""
+    output_type: Any = None
+    """The shape of the final answer: a pydantic model, a ``TypedDict``, a dataclass or a
+    primitive. The model is asked for it; the answer is validated in the workflow and
+    handed back as ``AgentResult.data`` (``None``: plain text). Added in 0.3.0."""
+    output_retries: int = 2
+    """How often an answer that does not fit ``output_type`` goes back to the model with
+    the validation errors before the run ends with status ``invalid_output``."""
     search_attributes: bool = True
     """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
     so waiting agents can be listed across runs (the cluster must have them registered;
@@ -159,6 +167,15 @@ class AgentConfig:
             raise ConfigurationError("AgentConfig.compaction_keep_ratio must be between 0 and 1")
         if self.context_hard_limit < 1:
             raise ConfigurationError("AgentConfig.context_hard_limit must be at least 1")
+        if self.output_retries < 0:
+            raise ConfigurationError("AgentConfig.output_retries must be at least 0")
+        if self.output_type is not None:
+            try:
+                self.__dict__["output"] = OutputType(self.output_type)
+            except Exception as exc:
+                raise ConfigurationError(
+                    f"AgentConfig.output_type {self.output_type!r} cannot be validated: {exc}"
+                ) from exc
         if self.continue_as_new_after_steps is not None and self.continue_as_new_after_steps < 1:
             raise ConfigurationError("AgentConfig.continue_as_new_after_steps must be at least 1")
         strays = [t for t in self.tools if not isinstance(t, Tool)]
@@ -175,6 +192,12 @@ class AgentConfig:
                     f"tools {clash} clash with the built-in memory tools; "
                     "rename them or set memory_tools=False"
                 )
+
+    @property
+    def output(self) -> OutputType | None:
+        """``output_type`` with its validator and schema (built once, in ``__init__``)."""
+        found: OutputType | None = self.__dict__.get("output")
+        return found
 
     @property
     def archive_namespace(self) -> str:

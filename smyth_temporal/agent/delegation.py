@@ -16,6 +16,7 @@ from temporalio.exceptions import ChildWorkflowError
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._names import workflow_name
+from smyth_temporal.agent.config import config_of
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolCallError, UserError
 from smyth_temporal.tools._executor import ToolExecutor
@@ -99,7 +100,10 @@ class Delegation:
         max_steps: int | None = None,
         max_tokens: int | None = None,
     ) -> AgentResult:
-        """Run a sub-agent to completion; see ``AgentWorkflow.delegate``."""
+        """Run a sub-agent to completion; see ``AgentWorkflow.delegate``.
+
+        A child class with an ``output_type`` gives its ``data`` back as that type.
+        """
         parent = self._input()
         own = set(own_tools)
         wanted = own if tools is None else {t if isinstance(t, str) else t.name for t in tools}
@@ -130,6 +134,9 @@ class Delegation:
         )
         self._conversation.count(result.usage)
         self._log.info("agent.delegated", child=child_id, status=result.status, steps=result.steps)
+        output = None if isinstance(agent, str) else config_of(agent).output
+        if output is not None and result.data is not None:
+            result.data = output.validate(result.data)  # the child's typed answer, typed again
         return result
 
     def executor(self, delegate: Callable[..., Any]) -> ToolExecutor:

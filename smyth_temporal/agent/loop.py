@@ -58,6 +58,7 @@ class Loop:
             settings=config.model_settings,
             agent=workflow.info().workflow_type,
             step=conversation.step + 1,
+            output=config.output.schema if config.output else None,
         )
         conversation.status = "thinking"
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from temporalio import workflow
 
@@ -91,6 +92,35 @@ class Inbox:
     def next(self) -> Queued:
         """Take the oldest queued message."""
         return self._queue.popleft()
+
+    async def serve(
+        self,
+        conversation: Conversation,
+        respond: Callable[[str], Awaitable[Message]],
+        *,
+        due: Callable[[], bool],
+        continue_as_new: Callable[[], NoReturn],
+    ) -> None:
+        """Answer messages one by one until the session is closed.
+
+        An idle session waits on a condition only (no timer, no worker memory once
+        evicted). When continue-as-new is ``due`` it switches runs between messages,
+        once no handler is running; a message that arrives first is answered first.
+        """
+        while True:
+            conversation.status = "idle"
+            await workflow.wait_condition(lambda: bool(self) or self.closing or due())
+            if self:
+                await self.answer_next(conversation, respond)
+                continue
+            if self.closing:
+                break
+            await workflow.wait_condition(
+                lambda: workflow.all_handlers_finished() or bool(self) or self.closing
+            )
+            if not self and not self.closing:
+                continue_as_new()
+        self._log.info("session.closed", messages=self.received)
 
     async def answer_next(
         self, conversation: Conversation, respond: Callable[[str], Awaitable[Message]]

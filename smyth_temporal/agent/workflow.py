@@ -34,6 +34,7 @@ from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
 from smyth_temporal.agent.lifecycle import Lifecycle
 from smyth_temporal.agent.loop import Loop
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
+from smyth_temporal.agent.output import Settled, TypedOutput
 from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.agent.visibility import publish_approvals
@@ -114,6 +115,8 @@ class AgentWorkflow:
         )
         self._compactor = Compactor(config, self.conversation, self._log)
         self._loop = Loop(config, self.conversation, self._log)
+        output, retries = config.output, config.output_retries
+        self._typed = TypedOutput(output, retries, self.conversation, self._log) if output else None
         self._tools = ToolRunner(
             self.conversation,
             self.approvals,
@@ -209,11 +212,14 @@ class AgentWorkflow:
         if not self.begin(input):
             await self.load_memories()
         answer = await self._until_answer(self.step_limit, self.continue_as_new_if_needed)
-        if answer is None:
+        settled = Settled(answer)
+        if answer is not None and self._typed is not None:  # validate, maybe correct
+            settled = await self._typed.settle(answer, lambda: self._until_answer(self.step_limit))
+        if settled.answer is None:
             self._log.warning("agent.max_steps", step=self.conversation.step)
             result = self.finish(self.conversation.last_text(), status="max_steps")
         else:
-            result = self.finish(answer.content or "")
+            result = self.finish(settled.answer.content or "", settled.status, data=settled.data)
         await self.record_episode(result)
         return result
 
@@ -223,27 +229,16 @@ class AgentWorkflow:
         An idle session waits on a condition only; it continues as new between
         messages when the history grows.
         """
-        inbox = self._inbox
         if not self.begin(input) and input.prompt:
             self.conversation.messages.pop()  # the opening prompt is the first message
-            inbox.enqueue(SessionMessage(text=input.prompt, tenant=input.tenant), reply=False)
-        while True:
-            self.conversation.status = "idle"
-            await workflow.wait_condition(
-                lambda: bool(inbox) or inbox.closing or self.lifecycle.should_continue_as_new()
-            )
-            if inbox:
-                await inbox.answer_next(self.conversation, self.respond)
-                continue
-            if inbox.closing:
-                break
-            # Switch runs between messages; answer any message that arrives first.
-            await workflow.wait_condition(
-                lambda: workflow.all_handlers_finished() or bool(inbox) or inbox.closing
-            )
-            if not inbox and not inbox.closing:
-                self.continue_as_new()
-        self._log.info("session.closed", messages=inbox.received)
+            message = SessionMessage(text=input.prompt, tenant=input.tenant)
+            self._inbox.enqueue(message, reply=False)
+        await self._inbox.serve(
+            self.conversation,
+            self.respond,
+            due=self.lifecycle.should_continue_as_new,
+            continue_as_new=self.continue_as_new,
+        )
         return self.finish(self.conversation.last_text())
 
     # -- building blocks: the conversation -------------------------------------------
@@ -355,8 +350,13 @@ class AgentWorkflow:
         await workflow.sleep(duration, summary=reason or f"sleep {duration}")
         self.conversation.status = previous
 
-    def finish(self, output: str, status: AgentStatus = "completed") -> AgentResult:
-        """End the run: record the output (bounded to ``MAX_OUTPUT_CHARS``), build the result."""
+    def finish(
+        self, output: str, status: AgentStatus = "completed", *, data: Any = None
+    ) -> AgentResult:
+        """End the run: record the output (bounded to ``MAX_OUTPUT_CHARS``), build the result.
+
+        ``data`` is the typed answer's JSON form (see ``AgentConfig.output_type``).
+        """
         if len(output) > MAX_OUTPUT_CHARS:
             output = output[:MAX_OUTPUT_CHARS] + "\n[output truncated]"
         conversation = self.conversation
@@ -364,9 +364,8 @@ class AgentWorkflow:
         if self.approvals.requests:
             self._publish_approvals()
         self._log.info("agent.finished", status=status, steps=conversation.step)
-        return AgentResult(
-            output=output, status=status, steps=conversation.step, usage=conversation.usage
-        )
+        steps, usage = conversation.step, conversation.usage
+        return AgentResult(output=output, status=status, steps=steps, usage=usage, data=data)
 
     @property
     def step_limit(self) -> int:

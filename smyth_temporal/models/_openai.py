@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.types.messages import Message, ToolCall, Usage
-from smyth_temporal.types.model import ModelRequest, ModelResponse
+from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["DEFAULT_MODEL_HTTP_TIMEOUT", "OpenAIProvider"]
+__all__ = [
+    "DEFAULT_MODEL_HTTP_TIMEOUT",
+    "FINAL_ANSWER_TOOL",
+    "OpenAIProvider",
+    "StructuredOutput",
+]
+
+FINAL_ANSWER_TOOL = "final_answer"
+"""The tool a typed answer is given through when ``structured_output="tool"``."""
+
+StructuredOutput = Literal["json_schema", "tool"]
+"""How a typed final answer is asked for; see ``OpenAIProvider``."""
 
 DEFAULT_MODEL_HTTP_TIMEOUT = 120.0
 """Seconds one HTTP request to the endpoint may take before it counts as timed out."""
@@ -37,6 +49,7 @@ class OpenAIProvider:
         api_key: str | None = None,
         timeout: float = DEFAULT_MODEL_HTTP_TIMEOUT,
         client: AsyncOpenAI | None = None,
+        structured_output: StructuredOutput = "json_schema",
     ) -> None:
         """Configure the provider; the key is checked now, so a worker fails at start.
 
@@ -45,6 +58,10 @@ class OpenAIProvider:
             api_key: The key; endpoints that need none accept any string.
             timeout: Seconds per HTTP request.
             client: A ready client (its retry setting is left as the caller made it).
+            structured_output: How a typed final answer (``AgentConfig.output_type``)
+                is asked for: ``json_schema`` (the ``response_format`` of OpenAI, vLLM,
+                Ollama, llama.cpp) or ``tool`` (a ``final_answer`` tool, for endpoints
+                without structured output).
 
         Raises:
             ConfigurationError: No API key given and ``OPENAI_API_KEY`` is not set.
@@ -65,6 +82,7 @@ class OpenAIProvider:
                 timeout=timeout,
             )
         self._client = client
+        self._structured_output = structured_output
 
     @property
     def base_url(self) -> str:
@@ -82,8 +100,20 @@ class OpenAIProvider:
         from smyth_temporal.models._errors import to_application_error
 
         params: dict[str, Any] = dict(request.settings)
-        if request.tools:
-            params["tools"] = request.tools
+        tools = list(request.tools)
+        if request.output is not None and self._structured_output == "json_schema":
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.output.name,
+                    "schema": request.output.json_schema,
+                    "strict": False,
+                },
+            }
+        elif request.output is not None:
+            tools.append(_final_answer_tool(request.output))
+        if tools:
+            params["tools"] = tools
         try:
             completion = await self._client.chat.completions.create(
                 model=request.model,
@@ -104,11 +134,16 @@ class OpenAIProvider:
             for index, call in enumerate(choice.message.tool_calls or [])
             if call.type == "function"
         ]
+        content = choice.message.content
+        final = next((c for c in calls if c.name == FINAL_ANSWER_TOOL), None)
+        if final is not None and request.output is not None:
+            # The final-answer tool is how the model answers, not a call to run.
+            content, calls = _final_answer(final.arguments, request.output), []
         usage = completion.usage
         return ModelResponse(
             message=Message(
                 role="assistant",
-                content=choice.message.content,
+                content=content,
                 tool_calls=calls,
                 step=request.step,
             ),
@@ -137,3 +172,32 @@ def _to_openai(message: Message) -> dict[str, Any]:
             for call in message.tool_calls
         ]
     return wire
+
+
+def _final_answer_tool(output: OutputSchema) -> dict[str, Any]:
+    """The ``final_answer`` tool whose arguments are the typed answer."""
+    schema = dict(output.json_schema)
+    if schema.get("type") != "object":
+        # Tool arguments are a JSON object: a primitive answer goes in "value".
+        defs = schema.pop("$defs", None)
+        schema = {"type": "object", "properties": {"value": schema}, "required": ["value"]}
+        if defs:
+            schema["$defs"] = defs
+    return {
+        "type": "function",
+        "function": {
+            "name": FINAL_ANSWER_TOOL,
+            "description": f"Give your final answer, a {output.name}, and stop.",
+            "parameters": schema,
+        },
+    }
+
+
+def _final_answer(arguments: str, output: OutputSchema) -> str:
+    """The answer's JSON text from the final-answer tool's arguments."""
+    if output.json_schema.get("type") == "object":
+        return arguments
+    try:
+        return json.dumps(json.loads(arguments)["value"])
+    except (ValueError, KeyError, TypeError):
+        return arguments  # validated (and reported to the model) in the workflow

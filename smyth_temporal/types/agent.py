@@ -30,6 +30,7 @@ AgentStatus = Literal[
     "completed",
     "max_steps",
     "failed",
+    "invalid_output",
 ]
 """Where an agent is.
 
@@ -42,9 +43,13 @@ AgentStatus = Literal[
 - ``completed``: the model answered without calling tools; ``output`` is its answer.
 - ``max_steps``: stopped at the step limit; ``output`` is the last text the model wrote.
 - ``failed``: the run failed (the model endpoint refused the request, for example).
+- ``invalid_output``: the final answer did not fit ``AgentConfig.output_type``, even after
+  ``output_retries`` corrections; ``output`` is the last answer. Added in 0.3.0.
 """
 
-TERMINAL_STATUSES: frozenset[AgentStatus] = frozenset({"completed", "max_steps", "failed"})
+TERMINAL_STATUSES: frozenset[AgentStatus] = frozenset(
+    {"completed", "max_steps", "failed", "invalid_output"}
+)
 """Statuses after which an agent's run does nothing more."""
 
 
@@ -131,6 +136,10 @@ class AgentResult(BaseModel):
     steps: int
     """Model turns taken."""
     usage: Usage = Field(default_factory=Usage)
+    data: Any = None
+    """The final answer as ``AgentConfig.output_type`` (validated in the workflow), for
+    agents that have one; ``output`` is its text. Across Temporal it travels as JSON:
+    ``AgentClient.run`` and ``AgentWorkflow.delegate`` give it back typed. Added in 0.3.0."""
     """Tokens, requests and tool calls over the run."""
 
 

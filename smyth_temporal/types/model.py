@@ -8,10 +8,22 @@ from pydantic import BaseModel, Field
 
 from smyth_temporal.types.messages import Message, Usage
 
-__all__ = ["MODEL_ACTIVITY", "ModelRequest", "ModelResponse"]
+__all__ = ["MODEL_ACTIVITY", "ModelRequest", "ModelResponse", "OutputSchema"]
 
 MODEL_ACTIVITY = "smyth.model.complete"
 """The model activity's type name; stable, so running agents survive deploys."""
+
+
+class OutputSchema(BaseModel):
+    """The shape the model's final answer must have (``AgentConfig.output_type``).
+
+    Added in 0.3.0.
+    """
+
+    name: str
+    """A name for the shape (the type's name), as providers ask for one."""
+    json_schema: dict[str, Any]
+    """The JSON schema of the answer."""
 
 
 class ModelRequest(BaseModel):
@@ -36,6 +48,9 @@ class ModelRequest(BaseModel):
     purpose: Literal["turn", "summary"] = "turn"
     """``turn``: the agent's next move; ``summary``: compacting older turns into a
     summary (the step is then the one the compaction happened at). Added in 0.2.0."""
+    output: OutputSchema | None = None
+    """The shape of the final answer, when the agent has an ``output_type``: providers
+    ask for it (a JSON-schema response format, or a final-answer tool). Added in 0.3.0."""
 
 
 class ModelResponse(BaseModel):
