@@ -9,6 +9,7 @@ SmythError
 │   ├── ModelError               the model provider failed (raised in the model activity)
 │   │   └── ModelHTTPError       the endpoint answered with an HTTP error status
 │   ├── ApprovalExpiredError     an approval with ``on_timeout="fail"`` got no decision
+│   ├── AgentInterruptedError    an interrupt stopped the turn (think/act raise it)
 │   ├── ToolCallError            a tool call failed; the model is told (the run goes on)
 │   │   └── ToolArgumentsError   the model's arguments do not fit the tool's schema
 │   └── MemoryNotFoundError      no memory with that id in the caller's scope
@@ -19,6 +20,7 @@ SmythError
     ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
     ├── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
     ├── InvalidMessageError      a session refused a message (wrong tenant, empty, ...)
+    ├── InvalidInterruptError    the agent refused an interrupt (nothing is running)
     ├── ScheduleNotFoundError    no schedule with that id
     └── ScheduleExistsError      a schedule with that id exists already
 ```
@@ -36,9 +38,9 @@ the class again from a failure's ``type``. ``SmythPlugin`` lists ``UserError`` a
 ``RunError`` as workflow failure types: raised in workflow code they fail the run
 with their message instead of retrying the workflow task forever.
 
-``InvalidDecisionError`` and ``InvalidMessageError`` are raised by the agent's update
-validators too (refusing the update before anything enters history) and re-raised by
-the client with the same class.
+``InvalidDecisionError``, ``InvalidMessageError`` and ``InvalidInterruptError`` are
+raised by the agent's update validators too (refusing the update before anything
+enters history) and re-raised by the client with the same class.
 """
 
 from __future__ import annotations
@@ -47,11 +49,13 @@ from temporalio.exceptions import ApplicationError
 
 __all__ = [
     "AgentFailedError",
+    "AgentInterruptedError",
     "AgentNotFoundError",
     "ApprovalExpiredError",
     "ClientError",
     "ConfigurationError",
     "InvalidDecisionError",
+    "InvalidInterruptError",
     "InvalidMessageError",
     "MemoryNotFoundError",
     "ModelError",
@@ -125,6 +129,16 @@ class ApprovalExpiredError(RunError):
     """
 
 
+class AgentInterruptedError(RunError):
+    """An interrupt stopped the agent's turn (raised by ``think`` and ``act``).
+
+    ``run_agent`` and sessions handle it (a task ends ``interrupted``, a session answers
+    its next message); a custom loop may catch it to do the same.
+
+    Added in 0.3.0.
+    """
+
+
 class ToolCallError(RunError):
     """A tool call failed; ``call_tool`` reports the message to the model as its result.
 
@@ -185,6 +199,13 @@ class InvalidMessageError(ClientError):
     run that is not a session. The refusal leaves no trace in the session's history.
 
     Added in 0.2.0.
+    """
+
+
+class InvalidInterruptError(ClientError):
+    """The agent refused an interrupt: nothing is running (finished, idle or sleeping).
+
+    Added in 0.3.0.
     """
 
 

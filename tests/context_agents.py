@@ -136,7 +136,7 @@ class Switchboard(AgentWorkflow):
             self.continue_as_new()
         # The last run waits for the test to stop sending before it finishes.
         await workflow.wait_condition(lambda: bool(self.data.get("released")))
-        assistant = next(m for m in reversed(self.messages) if m.tool_calls)
+        assistant = next(m for m in reversed(self.conversation.messages) if m.tool_calls)
         await self.act(assistant.tool_calls)
         answer = await self.think()
         return self.finish(answer.content or "")
@@ -185,7 +185,7 @@ class HourlyMonitor(AgentWorkflow):
             if cycle % 24 == 0:
                 await self.remember(f"Day {cycle // 24}: {answer.content}", kind="daily")
             self.continue_as_new_if_needed()
-        return self.finish(f"{cycles} cycles; last: {self.last_text()}")
+        return self.finish(f"{cycles} cycles; last: {self.conversation.last_text()}")
 
 
 @workflow.defn

@@ -17,15 +17,20 @@ from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
-__all__ = ["call_memory", "call_model", "call_tool_activity"]
+__all__ = ["call_memory", "call_model", "call_tool_activity", "start_model"]
 
 _R = TypeVar("_R")
 
 
-async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str) -> ModelResponse:
-    """Ask the model activity; a ``summary`` request gets the summarizer's options."""
+def start_model(
+    config: AgentConfig, request: ModelRequest, *, summary: str
+) -> workflow.ActivityHandle[ModelResponse]:
+    """Start the model activity; a ``summary`` request gets the summarizer's options.
+
+    A handle, so that an interrupt can cancel the call in flight.
+    """
     turn = request.purpose == "turn"
-    response: ModelResponse = await workflow.execute_activity(
+    return workflow.start_activity(
         MODEL_ACTIVITY,
         request,
         result_type=ModelResponse,
@@ -34,7 +39,11 @@ async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str
         retry_policy=config.model_retry if turn else config.summary_retry,
         summary=summary,
     )
-    return response
+
+
+async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str) -> ModelResponse:
+    """Ask the model activity and wait for its answer (see ``start_model``)."""
+    return await start_model(config, request, summary=summary)
 
 
 async def call_tool_activity(spec: Tool, invocation: ToolInvocation) -> ToolOutcome:

@@ -49,6 +49,7 @@ class Approvals:
             agent publishes them to visibility).
         clock: The current time (``workflow.now`` in a workflow; a fixed clock in
             unit tests).
+        interrupted: Whether an interrupt waits (it ends a wait in a rejection).
 
     Added in 0.3.0.
     """
@@ -61,6 +62,7 @@ class Approvals:
         *,
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], datetime] = workflow.now,
+        interrupted: Callable[[], bool] = lambda: False,
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
@@ -69,6 +71,7 @@ class Approvals:
         self._log = log
         self._on_change = on_change
         self._clock = clock
+        self._interrupted = interrupted
 
     @property
     def pending(self) -> list[ApprovalRequest]:
@@ -130,11 +133,28 @@ class Approvals:
         self._on_change()
         remaining = max(request.deadline - self._clock(), timedelta(0))
         try:
-            await workflow.wait_condition(lambda: request.status != "pending", timeout=remaining)
+            await workflow.wait_condition(
+                lambda: request.status != "pending" or self._interrupted(), timeout=remaining
+            )
         except TimeoutError:
             self.expire(request)
+        self.withdraw(request, publish=False)  # if still pending, an interrupt ended the wait
         self._conversation.status = previous
         self._on_change()
+
+    def withdraw(self, request: ApprovalRequest, *, publish: bool = True) -> None:
+        """Reject a pending request whose call an interrupt stopped (by ``system:interrupt``)."""
+        if request.status != "pending":
+            return
+        decision = ApprovalDecision(
+            request_id=request.id,
+            approved=False,
+            by="system:interrupt",
+            comment="the turn was interrupted",
+        )
+        self.apply(request, decision)
+        if publish:
+            self._on_change()
 
     def expire(self, request: ApprovalRequest) -> None:
         """Apply ``request``'s timeout policy (no one decided before its deadline)."""

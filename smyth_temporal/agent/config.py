@@ -13,6 +13,7 @@ from smyth_temporal.agent.output import OutputType
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError, UserError
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.sessions import WhileBusy
 from smyth_temporal.types.tools import OnTimeout
 
 __all__ = [
@@ -147,6 +148,9 @@ class AgentConfig:
     output_retries: int = 2
     """How often an answer that does not fit ``output_type`` goes back to the model with
     the validation errors before the run ends with status ``invalid_output``."""
+    while_busy: WhileBusy = "enqueue"
+    """What a session does with a message that arrives while it answers another one,
+    unless the message says (see ``WhileBusy``). Added in 0.3.0."""
     search_attributes: bool = True
     """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
     so waiting agents can be listed across runs (the cluster must have them registered;

@@ -9,16 +9,19 @@ passed in, so a subclass that overrides one changes the loop everywhere.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from smyth_temporal._logging import WorkflowLogger
-from smyth_temporal.agent._commands import call_model
+from smyth_temporal.agent._commands import start_model
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
-from smyth_temporal.exceptions import ModelError
+from smyth_temporal.agent.interrupts import Interrupts
+from smyth_temporal.exceptions import AgentInterruptedError, ModelError
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest
@@ -37,10 +40,22 @@ class Loop:
     Added in 0.3.0.
     """
 
-    def __init__(self, config: AgentConfig, conversation: Conversation, log: WorkflowLogger):
+    def __init__(
+        self,
+        config: AgentConfig,
+        conversation: Conversation,
+        interrupts: Interrupts,
+        log: WorkflowLogger,
+        *,
+        before_turn: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.interrupted = False
+        """Whether the last ``until_answer`` was stopped by an interrupt."""
         self._config = config
         self._conversation = conversation
+        self._interrupts = interrupts
         self._log = log
+        self._before_turn = before_turn
 
     async def turn(self, prompt: list[Message], tools: Sequence[Tool]) -> Message:
         """Send ``prompt`` with ``tools`` to the model; append and return its message.
@@ -48,6 +63,7 @@ class Loop:
         Raises:
             ModelError: The model call failed for good (a rejected request, or
                 retries used up); the run fails with this message.
+            AgentInterruptedError: An interrupt cancelled the call.
         """
         config = self._config
         conversation = self._conversation
@@ -61,8 +77,16 @@ class Loop:
             output=config.output.schema if config.output else None,
         )
         conversation.status = "thinking"
+        call = start_model(config, request, summary=f"model turn {request.step}")
+        await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                await call
+            conversation.status = "running"
+            self._interrupts.raise_if_requested()
         try:
-            response = await call_model(config, request, summary=f"model turn {request.step}")
+            response = await call
         except ActivityError as exc:
             conversation.status = "failed"
             reason = exc.cause or exc
@@ -97,12 +121,27 @@ class Loop:
         act: Callable[[Sequence[ToolCall]], Awaitable[list[Message]]],
         between_steps: Callable[[], None] | None = None,
     ) -> Message | None:
-        """Think and act until the model answers; ``None`` if the steps or tokens run out."""
-        while self._conversation.step < until_step and not out_of_tokens():
-            reply = await think()
-            if not reply.tool_calls:
-                return reply
-            await act(reply.tool_calls)
-            if between_steps is not None:
-                between_steps()
+        """Think and act until the model answers; ``None`` if the steps or tokens run out.
+
+        Also ``None`` when an interrupt stopped the turn (``interrupted`` is then set, and
+        the conversation says so); an interrupt that arrives once the model has answered
+        is dropped.
+        """
+        self.interrupted = False
+        interrupts = self._interrupts
+        try:
+            while self._conversation.step < until_step and not out_of_tokens():
+                interrupts.raise_if_requested()
+                self._before_turn()
+                reply = await think()
+                if not reply.tool_calls:
+                    interrupts.discard()
+                    return reply
+                await act(reply.tool_calls)
+                interrupts.raise_if_requested()
+                if between_steps is not None:
+                    between_steps()
+        except AgentInterruptedError:
+            interrupts.take()
+            self.interrupted = True
         return None

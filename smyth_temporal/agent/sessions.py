@@ -18,9 +18,9 @@ from temporalio import workflow
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import InvalidMessageError
-from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus
+from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus, Interrupt
 from smyth_temporal.types.messages import Message
-from smyth_temporal.types.sessions import SessionMessage, SessionReply
+from smyth_temporal.types.sessions import SessionMessage, SessionReply, WhileBusy
 
 __all__ = ["MAX_SESSION_MESSAGE_CHARS", "Inbox", "Queued"]
 
@@ -46,14 +46,30 @@ class Inbox:
     Added in 0.3.0.
     """
 
-    def __init__(self, log: WorkflowLogger) -> None:
+    def __init__(
+        self,
+        log: WorkflowLogger,
+        *,
+        while_busy: WhileBusy = "enqueue",
+        interrupt: Callable[[Interrupt], object] = lambda _: None,
+    ) -> None:
         self.received = 0
         """Messages received so far (counted across continue-as-new)."""
         self.closing = False
         """Whether ``close_session`` was signalled."""
+        self.current: Queued | None = None
+        """The message being answered now (the session is busy while there is one)."""
         self._queue: deque[Queued] = deque()
+        self._steering: deque[Queued] = deque()
+        self._joined: list[Queued] = []
         self._replies: dict[int, SessionReply] = {}
         self._log = log
+        self._while_busy = while_busy
+        self._interrupt = interrupt
+
+    def policy(self, message: SessionMessage) -> WhileBusy:
+        """What to do with ``message`` while the session is busy."""
+        return message.while_busy or self._while_busy
 
     def __bool__(self) -> bool:
         return bool(self._queue)
@@ -63,7 +79,8 @@ class Inbox:
 
         Raises:
             InvalidMessageError: Not a session, another tenant's session, a closed
-                session, an empty or an oversized message.
+                session, an empty or an oversized message, or a busy session and the
+                message's policy is ``reject``.
         """
         problem: str | None = None
         if input is None or input.mode != "session":
@@ -79,15 +96,42 @@ class Inbox:
                 f"the message has {len(message.text)} characters; "
                 f"the limit is {MAX_SESSION_MESSAGE_CHARS}"
             )
+        elif self.current is not None and self.policy(message) == "reject":
+            problem = (
+                f"the session is busy answering message {self.current.number}; send it "
+                "again later, or with while_busy enqueue, interrupt or steer"
+            )
         if problem:
             raise InvalidMessageError(problem)
 
     def enqueue(self, message: SessionMessage, *, reply: bool) -> int:
-        """Queue a message; returns its number."""
+        """Queue a message (or, to steer the busy session, hold it for the turn); its number."""
         self.received += 1
-        self._queue.append(Queued(self.received, message, reply))
-        self._log.info("session.message", number=self.received, sender=message.sender)
+        queued = Queued(self.received, message, reply)
+        policy = self.policy(message) if self.current is not None else "enqueue"
+        if policy == "steer":
+            self._steering.append(queued)
+        else:
+            self._queue.append(queued)
+        if policy == "interrupt":
+            self._interrupt(Interrupt(reason="a newer message arrived", by=message.sender))
+        self._log.info(
+            "session.message", number=self.received, sender=message.sender, policy=policy
+        )
         return self.received
+
+    def steer_into(self, conversation: Conversation) -> None:
+        """Add the messages that steer the current turn to the conversation.
+
+        The loop calls it before every model turn: after the tool calls of the turn, so
+        a steering message never lands between a call and its result.
+        """
+        while self._steering:
+            queued = self._steering.popleft()
+            conversation.messages.append(Message.user(queued.message.text))
+            self._joined.append(queued)
+            into = self.current.number if self.current else None
+            self._log.info("session.steered", number=queued.number, into=into)
 
     def next(self) -> Queued:
         """Take the oldest queued message."""
@@ -125,18 +169,27 @@ class Inbox:
     async def answer_next(
         self, conversation: Conversation, respond: Callable[[str], Awaitable[Message]]
     ) -> None:
-        """Answer the oldest message with ``respond`` (the agent's think/act until answer)."""
-        queued = self.next()
+        """Answer the oldest message with ``respond`` (the agent's think/act until answer).
+
+        The messages that steered its turn get the same reply; those that arrived too
+        late to steer it are answered next, on their own.
+        """
+        queued = self.current = self.next()
         conversation.status = "running"
         answer = await respond(queued.message.text)
         text = answer.content if not answer.tool_calls else conversation.last_text()
-        reply = SessionReply(
-            text=text or "",
-            number=queued.number,
-            step=conversation.step,
-            usage=conversation.usage,
-        )
-        self.answer(queued, reply)
+        for each in (queued, *self._joined):
+            reply = SessionReply(
+                text=text or "",
+                number=each.number,
+                step=conversation.step,
+                usage=conversation.usage,
+            )
+            self.answer(each, reply)
+        self._queue.extendleft(reversed(self._steering))
+        self._steering.clear()
+        self._joined = []
+        self.current = None
         self._log.info("session.answered", number=queued.number, step=conversation.step)
 
     def answer(self, queued: Queued, reply: SessionReply) -> None:

@@ -61,12 +61,14 @@ class ToolRunner:
         offered: Callable[[], Sequence[Tool]],
         tenant: Callable[[], str],
         executors: Mapping[str, ToolExecutor],
+        interrupted: Callable[[], bool] = lambda: False,
     ) -> None:
         self._conversation = conversation
         self._approvals = approvals
         self._log = log
         self._offered = offered
         self._tenant = tenant
+        self._interrupted = interrupted
         self._executors: dict[str, ToolExecutor] = {
             ACTIVITY_EXECUTOR: self._run_activity,
             **executors,
@@ -139,11 +141,25 @@ class ToolRunner:
             if spec is not None and spec.read_only:
                 batch.append(each)
                 continue
-            results += await _concurrently(batch, call)
+            results += await self._batch(batch, call)
             batch = []
-            results.append(await call(each))
-        results += await _concurrently(batch, call)
+            results += await self._batch([each], call)
+        results += await self._batch(batch, call)
         return results
+
+    async def _batch(
+        self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
+    ) -> list[Message]:
+        # An interrupt stops the turn between batches: what started finishes, and
+        # every call not started gets a result that says so (the model sees each call
+        # answered); an approval it asked for is withdrawn.
+        if not calls or not self._interrupted():
+            return await _concurrently(calls, call)
+        for each in calls:
+            request = self.request_approval(each)
+            if request is not None:
+                self._approvals.withdraw(request)
+        return [self.error(each, "not run: the turn was interrupted") for each in calls]
 
     def error(self, call: ToolCall, text: str) -> Message:
         """The result message reporting a failed call to the model."""

@@ -31,6 +31,7 @@ from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig, config_of
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
+from smyth_temporal.agent.interrupts import Interrupts
 from smyth_temporal.agent.lifecycle import Lifecycle
 from smyth_temporal.agent.loop import Loop
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
@@ -47,7 +48,15 @@ from smyth_temporal.context import (
 from smyth_temporal.exceptions import InvalidDecisionError, InvalidMessageError, UserError
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import Tool
-from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState, AgentStatus
+from smyth_temporal.types.agent import (
+    INTERRUPT_UPDATE,
+    AgentInput,
+    AgentResult,
+    AgentState,
+    AgentStatus,
+    Interrupt,
+    InterruptOutcome,
+)
 from smyth_temporal.types.approvals import (
     APPROVAL_SIGNAL,
     APPROVAL_UPDATE,
@@ -57,7 +66,7 @@ from smyth_temporal.types.approvals import (
 )
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
-from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.sessions import (
     CLOSE_SESSION_SIGNAL,
     SESSION_EVENT_SIGNAL,
@@ -86,8 +95,9 @@ class AgentWorkflow:
     The state a subclass sees: ``conversation`` (messages, step, usage, status),
     ``approvals``, ``lifecycle`` and ``data`` (its own, carried across continue-as-new).
     Every agent answers the ``state`` query, takes approval decisions through the
-    ``decide_approval`` update and the ``approval_decision`` signal, and session
-    messages through the ``send_message`` update and ``post_event`` signal.
+    ``decide_approval`` update and the ``approval_decision`` signal, interrupts through
+    the ``interrupt`` update, and session messages through the ``send_message`` update
+    and ``post_event`` signal.
 
     Added in 0.1.0. Changed in 0.3.0: state lives in components.
     """
@@ -104,17 +114,28 @@ class AgentWorkflow:
         """The agent's own state (JSON-serializable); carried across continue-as-new."""
         self.conversation = Conversation()
         """The messages so far and where the agent is."""
+        self._interrupts = interrupts = Interrupts(self.conversation, self._log)
         self.approvals = Approvals(
-            config, self.conversation, self._log, on_change=self._publish_approvals
+            config,
+            self.conversation,
+            self._log,
+            on_change=self._publish_approvals,
+            interrupted=interrupts.requested,
         )
         """Every approval request of the run and its decision."""
-        self._inbox = Inbox(self._log)
+        self._inbox = Inbox(self._log, while_busy=config.while_busy, interrupt=interrupts.request)
         self._memory = AgentMemory(config, self.conversation, lambda: self.input)
         self._delegation = Delegation(
             self.conversation, self._log, lambda: self.input, config.subagents
         )
         self._compactor = Compactor(config, self.conversation, self._log)
-        self._loop = Loop(config, self.conversation, self._log)
+        self._loop = Loop(
+            config,
+            self.conversation,
+            interrupts,
+            self._log,
+            before_turn=lambda: self._inbox.steer_into(self.conversation),
+        )
         output, retries = config.output, config.output_retries
         self._typed = TypedOutput(output, retries, self.conversation, self._log) if output else None
         self._tools = ToolRunner(
@@ -128,6 +149,7 @@ class AgentWorkflow:
                 DELEGATE_EXECUTOR: self._delegation.executor(self.delegate),
                 **self.tool_executors(),
             },
+            interrupted=interrupts.requested,
         )
         self.lifecycle = Lifecycle(
             config,
@@ -174,6 +196,15 @@ class AgentWorkflow:
             return
         self.approvals.apply(request, decision)
 
+    @workflow.update(name=INTERRUPT_UPDATE)
+    def interrupt(self, interrupt: Interrupt) -> InterruptOutcome:
+        """Stop the current turn at its next safe point (see ``Interrupt``)."""
+        return self._interrupts.request(interrupt)
+
+    @interrupt.validator
+    def _validate_interrupt(self, interrupt: Interrupt) -> None:
+        self._interrupts.check()  # refused (no trace in history) when nothing runs
+
     @workflow.update(name=SESSION_MESSAGE_UPDATE)
     async def send_message(self, message: SessionMessage) -> SessionReply:
         """Queue a session message and answer with the reply (one at a time, in order)."""
@@ -216,8 +247,9 @@ class AgentWorkflow:
         if answer is not None and self._typed is not None:  # validate, maybe correct
             settled = await self._typed.settle(answer, lambda: self._until_answer(self.step_limit))
         if settled.answer is None:
-            self._log.warning("agent.max_steps", step=self.conversation.step)
-            result = self.finish(self.conversation.last_text(), status="max_steps")
+            status: AgentStatus = "interrupted" if self._loop.interrupted else "max_steps"
+            self._log.warning(f"agent.{status}", step=self.conversation.step)
+            result = self.finish(self.conversation.last_text(), status)
         else:
             result = self.finish(settled.answer.content or "", settled.status, data=settled.data)
         await self.record_episode(result)
@@ -338,10 +370,9 @@ class AgentWorkflow:
         self.conversation.messages.append(Message.user(text))
         limit = max_steps or self.step_limit
         answer = await self._until_answer(self.conversation.step + limit)
-        if answer is not None:
-            return answer
-        self._log.warning("agent.max_steps", step=self.conversation.step, limit=limit)
-        return self.conversation.last_assistant()
+        if answer is None and not self._loop.interrupted:
+            self._log.warning("agent.max_steps", step=self.conversation.step, limit=limit)
+        return answer or self.conversation.last_assistant()
 
     async def sleep(self, duration: timedelta, *, reason: str | None = None) -> None:
         """Wait ``duration`` on a durable timer (status ``sleeping``), at no worker cost."""
@@ -378,7 +409,8 @@ class AgentWorkflow:
     @property
     def out_of_tokens(self) -> bool:
         """Whether a parent's token bound (``AgentLimits.max_tokens``) is used up."""
-        limits, used = self._input.limits if self._input else None, self.usage.total_tokens
+        limits = self._input.limits if self._input else None
+        used = self.conversation.usage.total_tokens
         return bool(limits and limits.max_tokens and used >= limits.max_tokens)
 
     # -- building blocks: memory and sub-agents --------------------------------------
@@ -476,31 +508,6 @@ class AgentWorkflow:
     def continue_as_new(self) -> NoReturn:
         """Continue as new now, carrying the agent's state into the next run."""
         self.lifecycle.continue_as_new(self.input)
-
-    # -- shorthands ------------------------------------------------------------------
-
-    @property
-    def messages(self) -> list[Message]:
-        """``conversation.messages``."""
-        return self.conversation.messages
-
-    @property
-    def step(self) -> int:
-        """``conversation.step``."""
-        return self.conversation.step
-
-    @property
-    def usage(self) -> Usage:
-        """``conversation.usage``."""
-        return self.conversation.usage
-
-    @usage.setter
-    def usage(self, usage: Usage) -> None:
-        self.conversation.usage = usage
-
-    def last_text(self) -> str:
-        """The text of the last assistant message that had any."""
-        return self.conversation.last_text()
 
     # -- internals -------------------------------------------------------------------
 

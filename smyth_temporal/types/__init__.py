@@ -13,6 +13,7 @@ can all depend on it and on nothing above it.
 """
 
 from smyth_temporal.types.agent import (
+    INTERRUPT_UPDATE,
     TERMINAL_STATUSES,
     AgentCheckpoint,
     AgentInput,
@@ -20,6 +21,8 @@ from smyth_temporal.types.agent import (
     AgentResult,
     AgentState,
     AgentStatus,
+    Interrupt,
+    InterruptOutcome,
 )
 from smyth_temporal.types.approvals import (
     APPROVAL_SIGNAL,
@@ -40,6 +43,7 @@ from smyth_temporal.types.sessions import (
     SESSION_MESSAGE_UPDATE,
     SessionMessage,
     SessionReply,
+    WhileBusy,
     session_workflow_id,
 )
 from smyth_temporal.types.tools import OnTimeout, ToolEffect, ToolInvocation, ToolOutcome
@@ -48,6 +52,7 @@ __all__ = [
     "APPROVAL_SIGNAL",
     "APPROVAL_UPDATE",
     "CLOSE_SESSION_SIGNAL",
+    "INTERRUPT_UPDATE",
     "MODEL_ACTIVITY",
     "SESSION_EVENT_SIGNAL",
     "SESSION_MESSAGE_UPDATE",
@@ -63,6 +68,8 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalStatus",
     "Compaction",
+    "Interrupt",
+    "InterruptOutcome",
     "MemoryHit",
     "MemoryRecord",
     "MemoryScope",
@@ -79,6 +86,7 @@ __all__ = [
     "ToolInvocation",
     "ToolOutcome",
     "Usage",
+    "WhileBusy",
     "arguments_sha256",
     "session_workflow_id",
 ]

@@ -11,6 +11,7 @@ from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 
 __all__ = [
+    "INTERRUPT_UPDATE",
     "TERMINAL_STATUSES",
     "AgentCheckpoint",
     "AgentInput",
@@ -18,6 +19,8 @@ __all__ = [
     "AgentResult",
     "AgentState",
     "AgentStatus",
+    "Interrupt",
+    "InterruptOutcome",
 ]
 
 AgentStatus = Literal[
@@ -31,6 +34,7 @@ AgentStatus = Literal[
     "max_steps",
     "failed",
     "invalid_output",
+    "interrupted",
 ]
 """Where an agent is.
 
@@ -45,12 +49,46 @@ AgentStatus = Literal[
 - ``failed``: the run failed (the model endpoint refused the request, for example).
 - ``invalid_output``: the final answer did not fit ``AgentConfig.output_type``, even after
   ``output_retries`` corrections; ``output`` is the last answer. Added in 0.3.0.
+- ``interrupted``: an ``interrupt`` stopped the run's turn (``AgentClient.interrupt``);
+  ``output`` is the last text the model wrote. Added in 0.3.0.
 """
 
 TERMINAL_STATUSES: frozenset[AgentStatus] = frozenset(
-    {"completed", "max_steps", "failed", "invalid_output"}
+    {"completed", "max_steps", "failed", "invalid_output", "interrupted"}
 )
 """Statuses after which an agent's run does nothing more."""
+
+
+INTERRUPT_UPDATE = "interrupt"
+"""Update carrying an ``Interrupt``; answers ``InterruptOutcome`` or is refused."""
+
+
+class Interrupt(BaseModel):
+    """A request to stop what an agent is doing now.
+
+    The model call in flight is cancelled; tool calls already running finish (their
+    effect is never abandoned half-way); the calls not started are not run. A task then
+    ends with status ``interrupted``; a session answers its next message.
+
+    Added in 0.3.0.
+    """
+
+    reason: str | None = None
+    """Why; the model is told at its next turn."""
+    by: str | None = None
+    """Who interrupted (for the audit trail)."""
+
+
+class InterruptOutcome(BaseModel):
+    """What the ``interrupt`` update answers: where the agent was when it took it.
+
+    Added in 0.3.0.
+    """
+
+    status: AgentStatus
+    """The status the agent had."""
+    step: int
+    """The step it was at."""
 
 
 class AgentCheckpoint(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from smyth_temporal.types.messages import Usage
@@ -12,6 +14,7 @@ __all__ = [
     "SESSION_MESSAGE_UPDATE",
     "SessionMessage",
     "SessionReply",
+    "WhileBusy",
     "session_workflow_id",
 ]
 
@@ -23,6 +26,18 @@ SESSION_EVENT_SIGNAL = "post_event"
 
 CLOSE_SESSION_SIGNAL = "close_session"
 """Signal that ends a session once the messages already queued are answered."""
+
+
+WhileBusy = Literal["enqueue", "reject", "interrupt", "steer"]
+"""What a session does with a message that arrives while it answers another one.
+
+- ``enqueue``: answer it after the current one (the default).
+- ``reject``: refuse it with a clear error; nothing is recorded.
+- ``interrupt``: stop the current turn (completed tool calls stay done), then answer it.
+- ``steer``: add it to the current turn at the next safe point (after the running tool
+  calls, before the next model call); its sender gets the same reply as the current
+  message's. A message that arrives after the model's last turn is answered on its own.
+"""
 
 
 class SessionMessage(BaseModel):
@@ -37,6 +52,9 @@ class SessionMessage(BaseModel):
     """Whose session the sender believes it is; a mismatch is refused."""
     sender: str | None = None
     """Who sends it (for the audit trail)."""
+    while_busy: WhileBusy | None = None
+    """What to do if the session is still answering an earlier message (default:
+    ``AgentConfig.while_busy``). Added in 0.3.0."""
 
 
 class SessionReply(BaseModel):
