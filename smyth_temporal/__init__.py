@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 from smyth_temporal.agent import AgentConfig, AgentWorkflow
 from smyth_temporal.exceptions import (
     AgentFailedError,
+    AgentInterruptedError,
     AgentNotFoundError,
     ApprovalExpiredError,
     ClientError,
     ConfigurationError,
     InvalidDecisionError,
+    InvalidInterruptError,
     InvalidMessageError,
     MemoryNotFoundError,
     ModelError,
@@ -82,12 +84,12 @@ if TYPE_CHECKING:
 __version__ = "0.3.0"
 
 _LAZY = {
-    "AgentClient": "smyth_temporal.client",
-    "MemoryClient": "smyth_temporal._memory_client",
-    "PendingApproval": "smyth_temporal.client",
-    "ScheduleClient": "smyth_temporal._schedules",
-    "ScheduleSummary": "smyth_temporal._schedules",
-    "ScheduledRun": "smyth_temporal._schedules",
+    "AgentClient": "smyth_temporal.clients",
+    "MemoryClient": "smyth_temporal.clients",
+    "PendingApproval": "smyth_temporal.clients",
+    "ScheduleClient": "smyth_temporal.clients",
+    "ScheduleSummary": "smyth_temporal.clients",
+    "ScheduledRun": "smyth_temporal.clients",
     "Settings": "smyth_temporal.settings",
     "SmythPlugin": "smyth_temporal.plugin",
 }
@@ -115,6 +117,7 @@ __all__ = [
     "AgentConfig",
     "AgentFailedError",
     "AgentInput",
+    "AgentInterruptedError",
     "AgentLimits",
     "AgentNotFoundError",
     "AgentResult",
@@ -129,6 +132,7 @@ __all__ = [
     "Compaction",
     "ConfigurationError",
     "InvalidDecisionError",
+    "InvalidInterruptError",
     "InvalidMessageError",
     "MemoryClient",
     "MemoryHit",

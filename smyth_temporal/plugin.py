@@ -17,9 +17,9 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
+from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import RunError, UserError
-from smyth_temporal.memory._admin import MemoryAdmin
 from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider, ModelRouter

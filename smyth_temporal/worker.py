@@ -27,16 +27,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import structlog
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from smyth_temporal._names import workflow_type_name
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.client import connect_client
+from smyth_temporal.clients._base import connect_client, pollers
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.plugin import SmythPlugin
@@ -331,21 +329,14 @@ async def _wait_polling(client: Client, task_queue: str) -> None:
     ``Worker.run`` has no "started" callback, and a poll only counts once the server
     has it; asking the server is the one way to know an agent started now is served.
     """
-    request = DescribeTaskQueueRequest(
-        namespace=client.namespace,
-        task_queue=TaskQueue(name=task_queue),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    )
     delay = _POLLER_CHECK_INTERVAL
     while True:
         try:
-            response = await client.workflow_service.describe_task_queue(
-                request, timeout=timedelta(seconds=5)
-            )
+            polling = await pollers(client, task_queue)
         except RPCError as exc:  # only the announcement depends on it: try again
             log.debug("worker.ready_check_failed", task_queue=task_queue, error=exc.message)
         else:
-            if any(poller.identity == client.identity for poller in response.pollers):
+            if any(poller.identity == client.identity for poller in polling):
                 return
         await asyncio.sleep(delay)
         delay = min(delay * 1.5, _POLLER_CHECK_MAX_INTERVAL)

@@ -59,7 +59,7 @@ LAYERS: list[set[str]] = [
     {"agent"},
     {"context", "activities"},
     {"tools", "memory", "models", "storage"},
-    {"types", "exceptions", "settings", "_names", "_logging"},
+    {"types", "exceptions", "settings", "_names", "_logging", "_text"},
 ]
 """The packages of smyth_temporal, top to bottom: a module imports only its own layer
 and the layers below it."""

@@ -19,8 +19,8 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentResult, AgentState, ServerUnavailableError
-from smyth_temporal.cli._devserver import ensure_dev_server, is_reachable
 from smyth_temporal.cli.main import main
+from smyth_temporal.devserver import ensure_dev_server, is_reachable
 from smyth_temporal.testing import new_task_queue
 from tests.cli_support import (
     PROCESS_TIMEOUT,
@@ -172,7 +172,10 @@ async def test_unknown_agent_module(smyth: Smyth, address: str) -> None:
     ]
     run = await smyth("run", "tests.agents:Nobody", "--prompt", "x", "--address", address)
     assert run.code == 1
-    assert "has no attribute 'Nobody' (agents there: Analyst, Summarizer)" in run.err
+    assert (
+        "has no attribute 'Nobody' (agents there: Analyst, Counter, Desk, Rater, Summarizer)"
+        in run.err
+    )
 
 
 async def test_worker_with_openai_and_no_key(
@@ -248,7 +251,7 @@ async def test_bad_usage_exits_2(smyth: Smyth) -> None:
 
 
 async def test_demo_reports_a_missing_module(smyth: Smyth, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "smyth_temporal.cli._demo", None)  # import fails
+    monkeypatch.setitem(sys.modules, "smyth_temporal.demo", None)  # import fails
     outcome = await smyth("demo")
     assert outcome.code == 1
     assert len(outcome.error_lines) == 1
@@ -439,3 +442,44 @@ async def test_ensure_dev_server(address: str, tmp_path: Path) -> None:
     with pytest.raises(ServerUnavailableError, match="only be started on this machine"):
         await ensure_dev_server("temporal.invalid:7233", state_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def servers_using(db_file: Path) -> list[int]:
+    """The pids of dev servers running on ``db_file``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if b"start-dev" in cmdline and str(db_file).encode() in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+async def test_dev_server_dies_when_smyth_dev_is_killed(tmp_path: Path) -> None:
+    port, ui_port = free_port(), free_port()
+    db_file = tmp_path / "state" / "temporal.db"
+    process = spawn(
+        [
+            *("smyth_temporal.cli", "dev", "--port", str(port), "--ui-port", str(ui_port)),
+            *("--db-file", str(db_file)),
+        ],
+        tmp_path / "dev.log",
+    )
+    try:
+        assert process.stdout is not None
+        ready = await asyncio.to_thread(process.stdout.readline)
+        assert ready.decode().startswith("Temporal dev server ready"), ready
+        [server] = servers_using(db_file)
+        process.kill()  # SIGKILL: no chance to stop the server itself
+        finish(process)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while server in servers_using(db_file) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        assert server not in servers_using(db_file)
+    finally:
+        leaked = kill_servers_using(db_file)
+    assert leaked == []

@@ -26,6 +26,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentState
+from smyth_temporal.cli import approvals as approvals_command
 from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import (
     format_approvals,
@@ -33,7 +34,7 @@ from smyth_temporal.cli._output import (
     format_duration,
     format_sent,
 )
-from smyth_temporal.client import PendingApproval
+from smyth_temporal.clients import PendingApproval
 from smyth_temporal.testing import new_task_queue
 from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from tests.agents import LEDGER_ENV, read_ledger
@@ -350,7 +351,7 @@ async def test_decision_without_a_worker_times_out(
     # No worker polls this queue: the update is never taken.
     agents = AgentClient(env.client, task_queue=new_task_queue("smyth-unserved"))
     handle = await agents.start("Trader", "sell ACME:1")
-    monkeypatch.setattr(cli, "DECISION_TIMEOUT", 0.5)
+    monkeypatch.setattr(approvals_command, "DECISION_TIMEOUT", 0.5)
     try:
         started = time.monotonic()
         code = await asyncio.to_thread(

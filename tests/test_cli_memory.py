@@ -26,12 +26,13 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
+from smyth_temporal.agent.memory_admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import format_hits, format_memories
-from smyth_temporal.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
-from smyth_temporal.memory._admin import MEMORY_ADMIN_WORKFLOW
+from smyth_temporal.clients import memory as memory_client
+from smyth_temporal.clients._base import PICKUP_TIMEOUT
 from smyth_temporal.testing import new_task_queue
-from smyth_temporal.types.memory import memory_id
+from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance, memory_id
 from tests.cli_support import (
     Outcome,
     assert_one_error_line,
@@ -94,7 +95,11 @@ def researcher(address: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     process, worker = start_worker(
         address,
         directory,
-        ["tests.memory_agents:Researcher", "tests.memory_agents:Reviewer"],
+        [
+            "tests.memory_agents:Researcher",
+            "tests.memory_agents:Reviewer",
+            "tests.memory_agents:Archivist",
+        ],
         "tests.cli_models:researcher",
         {"SMYTH_MEMORY_PATH": str(directory / "memory")},
     )
@@ -291,6 +296,33 @@ def test_another_tenant_sees_and_changes_nothing(researcher: Worker, tenant: str
     assert len(researcher.records(tenant)) == 2  # all still there
 
 
+def test_search_without_a_memory_namespace_searches_them_all(
+    researcher: Worker, tenant: str
+) -> None:
+    researcher.learn(FACT, tenant)
+    archived = researcher.smyth(
+        *("run", "Archivist", "--prompt", "ACME earnings are archived", "--wait", "--json"),
+        *("--tenant", tenant),
+    )
+    assert archived.code == 0, archived.err
+
+    hits = researcher.smyth("memory", "search", "ACME earnings", "--tenant", tenant, "--json")
+    found = {(h["record"]["scope"]["namespace"], h["record"]["kind"]) for h in hits.json()}
+    assert ("research", "fact") in found
+    assert ("archive", "note") in found
+    assert {h["record"]["scope"]["tenant"] for h in hits.json()} == {tenant}
+
+    # The table says which namespace each memory is in.
+    shown = researcher.smyth("memory", "search", "ACME earnings", "--tenant", tenant)
+    assert shown.code == 0, shown.err
+    header, rows = table(shown.out)
+    assert header[:3] == ["SCORE", "NAMESPACE", "ID"]
+    assert {row.split()[1] for row in rows} >= {"research", "archive"}
+    # Another tenant's namespaces are out of reach.
+    other = researcher.smyth("memory", "search", "ACME", "--tenant", f"{tenant}-other")
+    assert other.out == f"no memories match (tenant {tenant}-other, every memory namespace)\n"
+
+
 # -- errors ----------------------------------------------------------------------------
 
 
@@ -328,7 +360,7 @@ async def test_a_worker_without_memory_is_named_and_nothing_is_left_running(
         "agent with memory (AgentConfig.memory_namespace) on it",
     )
     # The only worker failing the task is final: no waiting for PICKUP_TIMEOUT.
-    assert elapsed < cli.PICKUP_TIMEOUT, elapsed
+    assert elapsed < PICKUP_TIMEOUT, elapsed
     # The admin workflow was terminated, not left for Temporal to retry forever.
     await assert_admin_runs_terminated(env, trader.task_queue, count=1)
 
@@ -350,7 +382,7 @@ async def test_a_worker_that_cannot_reach_its_store_times_out_with_the_error(
         "tests.cli_models:researcher",
         {"QDRANT_URL": f"http://127.0.0.1:{port}"},
     )
-    monkeypatch.setattr(cli, "MEMORY_TIMEOUT", 3.0)
+    monkeypatch.setattr(memory_client, "MEMORY_TIMEOUT", 3.0)
     try:
         code = await asyncio.to_thread(
             cli.main,
@@ -392,7 +424,7 @@ def test_unreachable_server(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["search", "x"], "the following arguments are required: -m/--memory-namespace"),
+        (["search", *MEMORY], "the following arguments are required: QUERY"),
         (["list"], "the following arguments are required: -m/--memory-namespace"),
         (["forget", "abc"], "the following arguments are required: -m/--memory-namespace"),
         (["search", "x", *MEMORY, "-k", "0"], "argument -k: must be from 1 to 100: 0"),
@@ -415,9 +447,11 @@ def test_bad_usage_exits_2(
 
 
 def test_help_tells_the_two_namespaces_apart(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["memory", "search", "--help"]) == 0
-    text = " ".join(capsys.readouterr().out.split())
-    assert "-m NAME, --memory-namespace NAME the memory namespace: the agents' " in text
+    assert cli.main(["memory", "list", "--help"]) == 0
+    # Rich draws the help in boxes, wrapped: compare the words only.
+    words = capsys.readouterr().out.replace("│", " ").split()
+    text = " ".join(words)
+    assert "--memory-namespace -m NAME the memory namespace: the agents'" in text
     assert "(not --namespace, which is the Temporal namespace)" in text
     assert "--namespace NAMESPACE the Temporal namespace" in text
     assert "smyth memory forget 1a2b3c4d -m research" in text  # the examples

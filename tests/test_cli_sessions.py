@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from smyth_temporal import AgentClient
-from smyth_temporal.cli import _session
+from smyth_temporal.cli import sessions as _session
 from smyth_temporal.cli.main import main
 from smyth_temporal.testing import ScriptedModel, agent_worker
 from smyth_temporal.types.agent import AgentState

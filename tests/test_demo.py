@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import pty
@@ -11,19 +12,23 @@ import shlex
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+import structlog
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from smyth_temporal import ApprovalDecision, ApprovalRequest, Settings
-from smyth_temporal.cli._demo import (
+from smyth_temporal import AgentClient, ApprovalDecision, ApprovalRequest, Settings, demo
+from smyth_temporal.demo import (
+    DEFAULT_TIMEOUT,
+    KILL_FROM_STEP,
     Decision,
     DemoError,
+    DemoOptions,
     Execution,
     HistoryFacts,
     ToolScheduled,
@@ -33,7 +38,10 @@ from smyth_temporal.cli._demo import (
     find_example,
     history_facts,
     read_executions,
+    run_demo,
 )
+from smyth_temporal.demo._processes import Workers
+from smyth_temporal.demo._render import Narrator
 from smyth_temporal.types import arguments_sha256
 
 DEMO_TIMEOUT = 90.0
@@ -495,3 +503,153 @@ def test_approve_command_reaches_the_demo_server() -> None:
     assert command.endswith(" --address 127.0.0.1:9999")
     command = approve_command("wf-1", waiting, by="ann", settings=settings, defaults=None)
     assert command.endswith(" --address localhost:7233 --namespace default")
+
+
+def test_check_ledger_catches_a_rerun_under_another_key() -> None:
+    other = Execution(**{**GOOD[3].__dict__, "key": "wf/3/other"})
+    proof = check_ledger([*GOOD[:3], other, GOOD[4]], [], completed_before_kill=DONE, killed_pid=10)
+    assert proof.problems == ["get_volatility(ACME) re-ran with another idempotency key"]
+
+
+def test_check_ledger_catches_later_calls_that_ran_twice() -> None:
+    # A call that ended on the killed worker (not cut off) and ran twice after it, and
+    # a call made after the kill that ran twice.
+    ended_before = run("get_news", 2, "call_2_1", pid=10)
+    ledger = [
+        *GOOD,
+        ended_before,
+        run("get_news", 2, "call_2_1", pid=20, attempt=2),
+        run("get_news", 2, "call_2_1", pid=20, attempt=3),
+        run("send_alert", 4, "call_4_0", pid=20, attempt=2),
+    ]
+    proof = check_ledger(ledger, [], completed_before_kill=DONE, killed_pid=10)
+    assert proof.problems == [
+        "send_alert(ACME) ran 2 times",
+        "get_news(ACME) ran 3 times",
+    ]
+
+
+def test_read_executions_pairs_starts_and_ends(tmp_path: Path) -> None:
+    def line(event: str, key: str, attempt: int, pid: int, time: float, **more: Any) -> str:
+        entry = {"event": event, "key": key, "attempt": attempt, "pid": pid, "time": time}
+        return json.dumps({**entry, **more})
+
+    start = {"tool": "get_quote", "arguments": {"symbol": "ACME"}, "step": 1}
+    ledger = tmp_path / "executions.jsonl"
+    ledger.write_text(
+        "\n".join(
+            [
+                line("start", "wf/1/b", 1, 20, 2.0, call_id="b", **start),
+                line("start", "wf/1/a", 1, 10, 1.0, call_id="a", **start),
+                line("end", "wf/1/a", 1, 10, 1.5, error="boom"),
+                line("end", "wf/1/unknown", 1, 10, 1.6),  # no start: ignored
+                '{"event": "start", "key": "wf/1/c"',  # being written: read next time
+            ]
+        )
+    )
+    first, second = read_executions(ledger)
+    assert (first.call_id, first.ended, first.error, first.label) == (
+        "a",
+        1.5,
+        "boom",
+        "get_quote(ACME)",
+    )
+    assert (second.call_id, second.pid, second.ended) == ("b", 20, None)
+    assert read_executions(tmp_path / "absent.jsonl") == []
+
+
+def test_the_kill_point_is_a_slow_or_late_call_still_running() -> None:
+    assert run("get_volatility", 1, "c", pid=1, ended=False).kill_point
+    assert run("send_alert", KILL_FROM_STEP, "c", pid=1, ended=False).kill_point
+    assert not run("get_quote", KILL_FROM_STEP - 1, "c", pid=1, ended=False).kill_point
+    assert not run("get_volatility", KILL_FROM_STEP, "c", pid=1).kill_point
+
+
+def test_check_approval_takes_a_signal_for_the_only_pending_request() -> None:
+    # `smyth approve --no-wait` signals a decision that may name no request.
+    facts = HistoryFacts(
+        decisions=[Decision(50, "signal", None, "bob")], scheduled=HISTORY.scheduled
+    )
+    proof = check_approval(request(), [SOLD], facts, not_before=5.9)
+    assert proof.problems == []
+    assert proof.decision == Decision(50, "signal", None, "bob")
+
+
+def test_history_facts_skips_payloads_that_are_not_json_objects() -> None:
+    accepted = _event(7, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED)
+    update = accepted.workflow_execution_update_accepted_event_attributes.accepted_request.input
+    update.name = "decide_approval"
+    update.args.payloads.append(Payload(data=b"\x00not json"))
+    scheduled = _event(8, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    activity = scheduled.activity_task_scheduled_event_attributes
+    activity.activity_type.name = "smyth.tool.get_quote"
+    activity.input.payloads.append(Payload(data=b"[1, 2]"))
+    facts = history_facts([accepted, scheduled])
+    assert facts.decisions == [Decision(7, "update", None, "None")]
+    assert facts.scheduled == [ToolScheduled(8, "None", 0, "None")]
+
+
+class Pollers:
+    """Stands in for ``AgentClient.workers_polling``: the counts a server lists, in turn."""
+
+    def __init__(self, *counts: int) -> None:
+        self.counts = list(counts)
+
+    async def workers_polling(self, task_queue: str | None = None) -> int:
+        return self.counts.pop(0) if len(self.counts) > 1 else self.counts[0]
+
+
+async def test_a_replacement_polls_once_the_queue_lists_more_pollers(tmp_path: Path) -> None:
+    # The server keeps listing the killed worker's poller: 1 before the replacement
+    # starts, still 1 until it polls, then 2.
+    agents = Pollers(1, 1, 2)
+    workers = Workers(
+        cast(AgentClient, agents),
+        Settings.load(address="localhost:1", namespace="default", task_queue="q"),
+        example=find_example([Path(__file__).resolve().parent.parent]),
+        model="scripted",
+        files=tmp_path,
+        ledger=tmp_path / "alerts.jsonl",
+    )
+    workers._command = lambda: [sys.executable, "-c", "import time; time.sleep(30)"]  # type: ignore[method-assign]
+    worker = await workers.spawn()
+    try:
+        assert worker.pollers_before == 1
+        assert not await workers.is_polling(worker)
+        assert await workers.is_polling(worker)
+    finally:
+        workers.stop()
+    assert worker.process.returncode is not None and worker.log_file.closed
+
+
+def test_the_narration_is_plain_text_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    out = io.StringIO()
+    narrator = Narrator(out, started=100.0)
+    narrator.line("CRASH", "[bold]not markup[/bold] :smile:", at=101.25)
+    narrator.bullet("- " + "word " * 30, label="proof", style="green")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "   1.2s  CRASH     [bold]not markup[/bold] :smile:"
+    assert lines[1].startswith("  proof      - word word") and len(lines[1]) <= 90
+    assert lines[2].startswith(" " * 15 + "word")
+    assert "\x1b" not in out.getvalue()
+
+
+def test_run_demo_fails_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    logging = structlog.get_config()
+    try:
+        assert run_demo(DemoOptions(model="openai")) == 1
+    finally:  # run_demo configures logging for its process; this one is the tests'
+        structlog.configure(**logging)
+    err = capsys.readouterr().err
+    assert err.startswith("smyth: error: demo: --model openai needs OPENAI_API_KEY")
+    assert err.count("\n") == 1
+
+
+def test_the_public_names_are_exported() -> None:
+    assert set(demo.__all__) == {name for name in vars(demo) if not name.startswith("_")}
+    assert DemoOptions().timeout == DEFAULT_TIMEOUT

@@ -30,7 +30,7 @@ from examples.market_monitor.tools import read_ledger, sell_position, send_alert
 from examples.market_monitor.workflows import MarketMonitor
 from smyth_temporal import AgentClient, AgentNotFoundError, AgentResult, AgentState
 from smyth_temporal.activities.tools import tool_activities
-from smyth_temporal.cli import _demo
+from smyth_temporal.demo import find_example
 from smyth_temporal.testing import agent_worker
 from smyth_temporal.types import arguments_sha256
 from smyth_temporal.types.tools import ToolInvocation
@@ -250,7 +250,7 @@ async def test_unknown_symbol_fails_for_good(ledger: Path) -> None:
 
 def test_demo_reads_the_constants_of_the_example() -> None:
     # `smyth demo` loads them from the example's __init__ rather than importing it.
-    example = _demo.find_example()
+    example = find_example()
     assert example.prompt == PROMPT
     assert (example.ledger_env, example.executions_file, example.trades_file) == (
         LEDGER_ENV,

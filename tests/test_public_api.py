@@ -14,6 +14,7 @@ def test_top_level_exports() -> None:
         "AgentConfig",
         "AgentFailedError",
         "AgentInput",
+        "AgentInterruptedError",
         "AgentLimits",
         "AgentNotFoundError",
         "AgentResult",
@@ -28,6 +29,7 @@ def test_top_level_exports() -> None:
         "Compaction",
         "ConfigurationError",
         "InvalidDecisionError",
+        "InvalidInterruptError",
         "InvalidMessageError",
         "MemoryClient",
         "MemoryHit",
@@ -81,10 +83,12 @@ def test_exception_tree() -> None:
     }
     assert tree == {
         "AgentFailedError": ["ClientError"],
+        "AgentInterruptedError": ["RunError"],
         "AgentNotFoundError": ["ClientError"],
         "ClientError": ["SmythError"],
         "ConfigurationError": ["UserError"],
         "InvalidDecisionError": ["ClientError"],
+        "InvalidInterruptError": ["ClientError"],
         "InvalidMessageError": ["ClientError"],
         "ApprovalExpiredError": ["RunError"],
         "MemoryNotFoundError": ["RunError"],

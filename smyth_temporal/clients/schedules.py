@@ -16,7 +16,6 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 import structlog
 from pydantic import BaseModel, Field
@@ -34,23 +33,20 @@ from temporalio.client import (
     ScheduleSpec,
     ScheduleState,
 )
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
+from smyth_temporal.clients._base import AgentRef, agent_name, rpc_error
 from smyth_temporal.exceptions import (
     ClientError,
     ScheduleExistsError,
     ScheduleNotFoundError,
-    ServerUnavailableError,
     UserError,
 )
 from smyth_temporal.types.agent import AgentInput
-
-if TYPE_CHECKING:
-    from smyth_temporal.client import AgentRef
+from smyth_temporal.types.visibility import SCHEDULE_MEMO
 
 __all__ = [
     "MIN_INTERVAL",
-    "SCHEDULE_MEMO",
     "ScheduleClient",
     "ScheduleSummary",
     "ScheduledRun",
@@ -58,9 +54,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("smyth_temporal.schedules")
-
-SCHEDULE_MEMO = "smyth_schedule"
-"""The memo key that marks a schedule as a smyth agent schedule: ``{agent, tenant}``."""
 
 MIN_INTERVAL = timedelta(seconds=1)
 """The shortest interval Temporal accepts ("interval is too small" below it)."""
@@ -206,8 +199,6 @@ class ScheduleClient:
             UnknownAgentError: ``agent`` is a class without ``@workflow.defn``.
             ScheduleExistsError: A schedule has that id already.
         """
-        from smyth_temporal.client import agent_name  # client.py imports this module
-
         if every < MIN_INTERVAL:
             raise UserError(f"a schedule's interval must be at least 1 second, got {every}")
         if not prompt.strip():
@@ -276,8 +267,6 @@ class ScheduleClient:
             tenant: Only this tenant's schedules.
             agent: Only this agent's schedules (a class or a workflow type name).
         """
-        from smyth_temporal.client import agent_name  # client.py imports this module
-
         wanted_agent = agent_name(agent) if agent is not None else None
         ids: list[str] = []
         async for entry in await self.client.list_schedules():
@@ -412,8 +401,4 @@ class ScheduleClient:
 
 
 def _translate(exc: RPCError, schedule_id: str) -> Exception:
-    if exc.status == RPCStatusCode.NOT_FOUND:
-        return ScheduleNotFoundError(f"no schedule with id {schedule_id!r}")
-    if exc.status == RPCStatusCode.UNAVAILABLE:
-        return ServerUnavailableError(f"the Temporal server is unavailable: {exc.message}")
-    return exc
+    return rpc_error(exc, not_found=ScheduleNotFoundError(f"no schedule with id {schedule_id!r}"))

@@ -1,4 +1,4 @@
-"""The memory admin workflow: how clients (the CLI) run one memory operation.
+"""The memory admin workflow (workflow code): how clients run one memory operation.
 
 Memory lives on the workers (Qdrant Edge is in-process there), so a client reaches
 it the Temporal way: a short workflow that runs one memory activity. It works with

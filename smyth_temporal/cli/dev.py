@@ -1,0 +1,182 @@
+"""``smyth dev`` (the embedded Temporal dev server) and ``smyth worker`` (serve agents)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from smyth_temporal.cli._common import (
+    CommonOptions,
+    command,
+    event_on_signals,
+    non_negative,
+    port,
+    run,
+    status,
+)
+from smyth_temporal.devserver import (
+    DEFAULT_DEV_PORT,
+    DEFAULT_STATE_DIR,
+    LOCAL_HOSTS,
+    DevServer,
+    is_reachable,
+    split_address,
+)
+from smyth_temporal.exceptions import ClientError
+from smyth_temporal.worker import (
+    DEFAULT_MODEL_PROVIDER,
+    MODEL_PROVIDER_ENV,
+    load_agents,
+    load_model_provider,
+    run_worker,
+)
+
+__all__ = ["app"]
+
+app = typer.Typer()
+
+_POLL_INTERVAL = 0.5
+
+
+@command(
+    app,
+    "dev",
+    help="Run the embedded Temporal dev server (SQLite under .smyth/): start it and keep it "
+    "in the foreground until Ctrl-C. Does nothing if a server already answers on the port. "
+    "The server stops with this command, even if it is killed.",
+)
+def dev(
+    options: CommonOptions,
+    port_: Annotated[
+        int | None,
+        typer.Option(
+            "--port",
+            parser=port,
+            metavar="PORT",
+            help="gRPC port (default: the port of --address when it is local, else 7233)",
+        ),
+    ] = None,
+    ui_port: Annotated[
+        int | None,
+        typer.Option(
+            "--ui-port", parser=port, metavar="PORT", help="Web UI port (default: port + 1000)"
+        ),
+    ] = None,
+    db_file: Annotated[
+        Path,
+        typer.Option(
+            "--db-file",
+            metavar="PATH",
+            help="the SQLite file; the server's log goes beside it",
+        ),
+    ] = DEFAULT_STATE_DIR / "temporal.db",
+) -> None:
+    """Run the embedded Temporal dev server."""
+    settings = options.settings()
+    host, configured_port = split_address(settings.address)
+    if host not in LOCAL_HOSTS:
+        host, configured_port = "localhost", DEFAULT_DEV_PORT
+    server = DevServer(
+        port=port_ or configured_port,
+        ui_port=ui_port,
+        db_path=db_file,
+        namespace=settings.namespace,
+        state_dir=db_file.parent,
+        host=host,
+        die_with_parent=True,
+    )
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    if on_main_thread and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started from a background job, the process inherits SIGINT ignored, and
+        # asyncio.run then installs no handler: restore it, so that Ctrl-C or
+        # `kill -INT` stops the server here too.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    run(_serve(server))
+
+
+async def _serve(server: DevServer) -> None:
+    if await is_reachable(server.address, server.namespace):
+        print(f"a Temporal server already answers at {server.address} (Web UI: {server.ui_url})")
+        return
+    server.start()
+    status(f"starting the Temporal dev server on {server.address} (data: {server.db_path}) ...")
+    try:
+        await server.wait_ready()
+        print(f"Temporal dev server ready at {server.address} (namespace {server.namespace})")
+        print(f"Web UI: {server.ui_url}", flush=True)
+        status(f"log: {server.log_path}; press Ctrl-C to stop")
+        # SIGINT cancels this task (asyncio.run's own handler), SIGTERM sets `stop`;
+        # either way the finally clause stops the server, which runs in its own
+        # process group and so never sees the terminal's signals itself.
+        with event_on_signals(signal.SIGTERM) as stop:
+            while not stop.is_set():
+                code = server.process.poll() if server.process else None
+                if code is not None:
+                    raise ClientError(
+                        f"the Temporal dev server exited unexpectedly with code {code}; "
+                        f"see {server.log_path}"
+                    )
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow
+                # a cancellation that lands as its timeout fires.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(_POLL_INTERVAL):
+                        await stop.wait()
+    finally:
+        if server.running:
+            status("stopping the Temporal dev server ...")
+        server.stop()
+    status("stopped")
+
+
+@command(
+    app,
+    "worker",
+    task_queue=True,
+    log_level="info",
+    help="Serve agents: run their workflows, model calls and tools until SIGINT/SIGTERM.",
+)
+def worker(
+    options: CommonOptions,
+    agents: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="AGENT",
+            help="an agent class as module:Class, e.g. examples.market.workflows:MarketAnalyst",
+        ),
+    ],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            envvar=MODEL_PROVIDER_ENV,
+            show_envvar=False,
+            metavar="openai|MODULE:ATTR",
+            help="the model provider: 'openai' (OPENAI_BASE_URL, OPENAI_API_KEY) or a provider "
+            f"object or factory as module:attr ({MODEL_PROVIDER_ENV})",
+        ),
+    ] = DEFAULT_MODEL_PROVIDER,
+    max_cached_workflows: Annotated[
+        int | None,
+        typer.Option(
+            "--max-cached-workflows",
+            parser=non_negative,
+            metavar="N",
+            help="runs kept in memory between steps (default: temporalio's, 1000)",
+        ),
+    ] = None,
+) -> None:
+    """Serve agent classes."""
+    settings = options.settings()
+    classes = load_agents(agents)
+    provider = load_model_provider(model)
+    run(
+        run_worker(
+            classes, settings=settings, model=provider, max_cached_workflows=max_cached_workflows
+        )
+    )

@@ -1,0 +1,181 @@
+"""Approval decisions and the list of pending requests: ``AgentClient``'s approval methods."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+
+from smyth_temporal.clients._runs import RunsClient, refusal
+from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidDecisionError
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+    ApprovalRequest,
+)
+from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, PENDING_APPROVALS_MEMO
+
+__all__ = ["ApprovalsClient", "PendingApproval"]
+
+
+class PendingApproval(BaseModel):
+    """An approval request waiting for a decision, with the agent run it belongs to.
+
+    Added in 0.1.0.
+    """
+
+    agent: str
+    """The agent's workflow type name."""
+    workflow_id: str
+    """The agent's workflow id."""
+    tenant: str
+    """Whose agent it is."""
+    request: ApprovalRequest
+    """The request."""
+
+
+class ApprovalsClient(RunsClient):
+    """Decide agents' approval requests and find the pending ones."""
+
+    async def decide(
+        self,
+        workflow_id: str,
+        decision: ApprovalDecision,
+        *,
+        wait: bool = True,
+        timeout: float | None = None,
+    ) -> ApprovalOutcome | None:
+        """Send an approval decision to an agent.
+
+        Args:
+            workflow_id: The agent's workflow id.
+            decision: The decision.
+            wait: Send it as an update and wait for the agent to accept it (default);
+                ``False`` sends a signal and returns at once (an invalid decision is
+                then only logged by the agent).
+            timeout: Seconds to wait for a worker to take the decision (an update
+                needs one); default: no limit.
+
+        Returns:
+            The decided request (``None`` when ``wait`` is false).
+
+        Raises:
+            InvalidDecisionError: The agent refused the decision; the message says why.
+            AgentNotFoundError: No run has that workflow id, or it has ended.
+            ClientError: No worker took the decision within ``timeout``.
+
+        Changed in 0.3.0: ``timeout``.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                if not wait:
+                    await self.signal(workflow_id, APPROVAL_SIGNAL, decision)
+                    return None
+                return await self.update(
+                    workflow_id, APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
+                )
+        except WorkflowUpdateFailedError as exc:
+            raise InvalidDecisionError(refusal(exc)) from exc
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            # temporalio reports a cancelled wait for an update (our deadline, the
+            # server's deadline on the call, or Ctrl-C) as its own error.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from None
+            within = f" within {timeout:g}s" if timeout is not None else ""
+            raise ClientError(
+                f"no worker took the decision for {workflow_id!r}{within} (is a worker for its "
+                "agent running?); it may still be applied when one picks the run up: check "
+                f"with `smyth state {workflow_id}`"
+            ) from None
+        except AgentNotFoundError as exc:
+            # "Not found" means unknown ids and runs that are over alike; the latter
+            # deserves its own message, or the user goes looking for a typo.
+            status = await self.status(workflow_id)
+            if status in (None, WorkflowExecutionStatus.RUNNING):
+                raise
+            ended = status.name.lower().replace("_", " ")
+            raise AgentNotFoundError(
+                f"agent run {workflow_id!r} has already ended ({ended}); there is nothing "
+                "left to decide"
+            ) from exc
+
+    async def approve(
+        self,
+        workflow_id: str,
+        request_id: str | None = None,
+        *,
+        by: str,
+        comment: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        arguments_sha256: str | None = None,
+        wait: bool = True,
+    ) -> ApprovalOutcome | None:
+        """Approve a pending request (the only one, when ``request_id`` is left out).
+
+        ``arguments`` replaces the model's arguments (validated by the agent);
+        ``arguments_sha256`` pins the arguments the approver saw. See ``decide``.
+        """
+        return await self.decide(
+            workflow_id,
+            ApprovalDecision(
+                request_id=request_id,
+                approved=True,
+                by=by,
+                comment=comment,
+                arguments=arguments,
+                arguments_sha256=arguments_sha256,
+            ),
+            wait=wait,
+        )
+
+    async def reject(
+        self,
+        workflow_id: str,
+        request_id: str | None = None,
+        *,
+        by: str,
+        comment: str | None = None,
+        wait: bool = True,
+    ) -> ApprovalOutcome | None:
+        """Reject a pending request; the model is told who rejected it and why. See ``decide``."""
+        return await self.decide(
+            workflow_id,
+            ApprovalDecision(request_id=request_id, approved=False, by=by, comment=comment),
+            wait=wait,
+        )
+
+    async def pending_approvals(self, *, tenant: str | None = None) -> list[PendingApproval]:
+        """Every pending approval request of every running agent, oldest first.
+
+        Found through the ``SmythPendingApprovals`` search attribute and read from the
+        runs' memos, so no workflow id needs to be known and no worker needs to run.
+
+        Args:
+            tenant: Only this tenant's agents.
+        """
+        query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
+        found: list[PendingApproval] = []
+        async for execution in self.client.list_workflows(query):
+            published = (await execution.memo()).get(PENDING_APPROVALS_MEMO) or {}
+            owner = str(published.get("tenant", "default"))
+            if tenant is not None and owner != tenant:
+                continue
+            found += [
+                PendingApproval(
+                    agent=execution.workflow_type,
+                    workflow_id=execution.id,
+                    tenant=owner,
+                    request=ApprovalRequest.model_validate(request),
+                )
+                for request in published.get("requests", [])
+            ]
+        return sorted(found, key=lambda p: p.request.requested_at)

@@ -1,0 +1,122 @@
+"""The ground every agent call stands on: one run by workflow id, across continue-as-new.
+
+``AgentClient`` is built from this class and the mixins of ``_approvals`` and
+``_sessions``, one concern per module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from smyth_temporal.clients._base import rpc_error
+from smyth_temporal.exceptions import AgentNotFoundError, ClientError
+from smyth_temporal.settings import Settings
+
+__all__ = ["RunsClient", "refusal", "translate"]
+
+_T = TypeVar("_T")
+
+_SWITCH_RETRIES = 50
+_SWITCH_RETRY_DELAY = 0.05
+
+
+class RunsClient:
+    """Signals, updates and status of agent runs, by workflow id."""
+
+    def __init__(self, client: Client, *, task_queue: str | None = None) -> None:
+        """Wrap a Temporal client that has ``SmythPlugin`` (or the pydantic converter).
+
+        Args:
+            client: The connected Temporal client.
+            task_queue: Where agents are started (default: ``Settings.load()``'s).
+        """
+        self.client = client
+        self.task_queue = task_queue or Settings.load().task_queue
+
+    async def signal(self, workflow_id: str, signal: str, arg: Any = None) -> None:
+        """Send a signal to an agent's current run (retried across continue-as-new).
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id, or it has ended.
+
+        Added in 0.2.0.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        await self._across_runs(workflow_id, lambda: handle.signal(signal, arg))
+
+    async def update(
+        self, workflow_id: str, update: str, arg: Any = None, *, result_type: type[_T]
+    ) -> _T:
+        """Send an update to an agent's current run and return its answer.
+
+        An update that reaches a run as it continues as new is sent again to the next
+        run, so agents that switch runs every so often answer like any other.
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id, or it has ended.
+            temporalio.client.WorkflowUpdateFailedError: The agent refused the update.
+
+        Added in 0.2.0.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        return await self._across_runs(
+            workflow_id, lambda: handle.execute_update(update, arg, result_type=result_type)
+        )
+
+    async def status(self, workflow_id: str) -> WorkflowExecutionStatus | None:
+        """The Temporal status of the run a workflow id names now (``None``: no such run).
+
+        Added in 0.3.0.
+        """
+        try:
+            description = await self.client.get_workflow_handle(workflow_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise rpc_error(exc, not_found=_not_found(workflow_id)) from exc
+        return description.status
+
+    async def _across_runs(self, workflow_id: str, call: Callable[[], Awaitable[_T]]) -> _T:
+        # The server routes a call by workflow id to the run current when it arrives;
+        # one that lands as that run continues as new fails with "already completed"
+        # although the agent lives on in the next run: send it again, there.
+        for _ in range(_SWITCH_RETRIES):
+            try:
+                return await call()
+            except RPCError as exc:
+                if not _reached_a_closed_run(exc) or not await self._has_running_run(workflow_id):
+                    raise translate(exc, workflow_id) from exc
+            await asyncio.sleep(_SWITCH_RETRY_DELAY)
+        raise AgentNotFoundError(f"agent {workflow_id} kept switching runs; try again")
+
+    async def _has_running_run(self, workflow_id: str) -> bool:
+        try:
+            status = await self.status(workflow_id)
+        except (ClientError, RPCError):
+            return False
+        # Just after the switch the id may still resolve to the run that continued.
+        return status in (WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.CONTINUED_AS_NEW)
+
+
+def refusal(exc: WorkflowUpdateFailedError) -> str:
+    """Why an agent refused an update (its validator's or handler's message)."""
+    return exc.cause.message if hasattr(exc.cause, "message") else str(exc.cause)
+
+
+def _reached_a_closed_run(exc: RPCError) -> bool:
+    return exc.status == RPCStatusCode.NOT_FOUND and "already completed" in exc.message
+
+
+def _not_found(workflow_id: str) -> AgentNotFoundError:
+    return AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
+
+
+def translate(exc: RPCError, workflow_id: str) -> Exception:
+    if _reached_a_closed_run(exc):
+        return AgentNotFoundError(f"agent {workflow_id!r} has finished: it takes no more messages")
+    return rpc_error(exc, not_found=_not_found(workflow_id))

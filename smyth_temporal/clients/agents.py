@@ -1,0 +1,306 @@
+"""``AgentClient``: start agents, look at them, wait for them, decide their approvals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Plugin, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.service import RPCError
+
+from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval
+from smyth_temporal.clients._base import (
+    PICKUP_TIMEOUT,
+    AgentRef,
+    agent_name,
+    connect_client,
+    is_unregistered,
+    pollers,
+    resolve_settings,
+    terminate_quietly,
+    watch_pickup,
+)
+from smyth_temporal.clients._runs import translate
+from smyth_temporal.clients._sessions import SessionsClient
+from smyth_temporal.clients.memory import MemoryClient
+from smyth_temporal.clients.schedules import ScheduleClient
+from smyth_temporal.exceptions import AgentFailedError, ClientError, UnknownAgentError
+from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.settings import Settings
+from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
+
+__all__ = ["PROGRESS_INTERVAL", "AgentClient", "PendingApproval"]
+
+STATE_QUERY = "state"
+
+PROGRESS_INTERVAL = 0.5
+"""Seconds between two ``state`` queries while ``result`` reports progress."""
+
+_PROGRESS_QUERY_TIMEOUT = 5.0
+_WORKER_POLL_INTERVAL = 0.05
+
+Note = Callable[[str], None]
+"""Receives a line worth showing a person (``warning: ...``, ``note: ...``)."""
+
+
+class AgentClient(ApprovalsClient, SessionsClient):
+    """Starts agents, queries their state and awaits their results.
+
+    ```python
+    agents = await AgentClient.connect("localhost:7233")
+    handle = await agents.start(MarketAnalyst, AgentInput(prompt="How is ACME doing?"))
+    result = await agents.result(handle.id)
+    ```
+
+    Added in 0.1.0.
+    """
+
+    @classmethod
+    async def connect(
+        cls,
+        target: str | Settings | None = None,
+        *,
+        namespace: str | None = None,
+        task_queue: str | None = None,
+        tls: bool | None = None,
+        api_key: str | None = None,
+        plugins: Sequence[Plugin] = (),
+    ) -> AgentClient:
+        """Connect to Temporal, like ``temporalio.client.Client.connect``.
+
+        Args:
+            target: ``host:port`` of the frontend, or ``Settings``; default: from the
+                environment (``TEMPORAL_ADDRESS``, the ``temporal.toml`` profile, or
+                ``localhost:7233``). What an address leaves out comes from there too.
+            namespace: The Temporal namespace.
+            task_queue: Where agents are started.
+            tls: Connect with TLS (``True``), overriding the profile.
+            api_key: The API key (Temporal Cloud), overriding the profile.
+            plugins: More client plugins, after ``SmythPlugin``.
+
+        Raises:
+            ServerUnavailableError: Nothing answers at the address.
+            ConfigurationError: The address is not ``host:port``.
+
+        Changed in 0.3.0: takes an address, ``namespace``, ``tls`` and ``api_key``.
+        """
+        settings = resolve_settings(
+            target, namespace=namespace, task_queue=task_queue, tls=tls, api_key=api_key
+        )
+        client = await connect_client(settings, plugins=[SmythPlugin(), *plugins])
+        return cls(client, task_queue=settings.task_queue)
+
+    @property
+    def memory(self) -> MemoryClient:
+        """Search, list, forget and undo runs in long-term memory."""
+        return MemoryClient(self.client, task_queue=self.task_queue)
+
+    @property
+    def schedules(self) -> ScheduleClient:
+        """Create, list, pause, resume, trigger and delete periodic agent runs.
+
+        Added in 0.2.0.
+        """
+        return ScheduleClient(self.client, task_queue=self.task_queue)
+
+    async def start(
+        self,
+        agent: AgentRef,
+        input: AgentInput | str,
+        *,
+        id: str | None = None,
+        task_queue: str | None = None,
+        execution_timeout: timedelta | None = None,
+    ) -> WorkflowHandle[Any, AgentResult]:
+        """Start an agent run.
+
+        Args:
+            agent: The agent class or its workflow type name.
+            input: The task (a plain string becomes ``AgentInput(prompt=...)``).
+            id: The workflow id (default: ``<agent>-<random>``). Starting a second
+                run with the id of a running one fails.
+            task_queue: Override the client's task queue.
+            execution_timeout: Bound the whole run (default: none, agents may run for weeks).
+
+        Returns:
+            The Temporal workflow handle.
+        """
+        name = agent_name(agent)
+        if isinstance(input, str):
+            input = AgentInput(prompt=input)
+        workflow_id = id or f"{name}-{uuid.uuid4().hex[:12]}"
+        return await self.client.start_workflow(
+            name,
+            input,
+            id=workflow_id,
+            task_queue=task_queue or self.task_queue,
+            result_type=AgentResult,
+            execution_timeout=execution_timeout,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+
+    async def run(self, agent: AgentRef, input: AgentInput | str, **options: Any) -> AgentResult:
+        """Start an agent run and wait for its result (see ``start`` for the options)."""
+        handle = await self.start(agent, input, **options)
+        return await self.result(handle.id)
+
+    async def confirm_pickup(
+        self,
+        workflow_id: str,
+        agent: AgentRef,
+        *,
+        task_queue: str | None = None,
+        timeout: float = PICKUP_TIMEOUT,
+        note: Note | None = None,
+    ) -> bool:
+        """Check that a worker serves a run just started: it takes its first workflow task.
+
+        A worker that polls the queue but lacks the agent's class fails the task with
+        "not registered", and Temporal would retry it forever: the run is terminated
+        and the error says which worker to start. A failing or slow worker only earns
+        a ``note``.
+
+        Args:
+            workflow_id: The new run's workflow id.
+            agent: The agent class or its workflow type name (for the messages).
+            task_queue: The queue it was started on (default: the client's).
+            timeout: Seconds to watch.
+            note: Receives a line about a failed task or a run nobody took yet.
+
+        Returns:
+            Whether a worker took the run within ``timeout``.
+
+        Raises:
+            UnknownAgentError: No worker on the queue has the agent.
+
+        Added in 0.3.0.
+        """
+        name, queue = agent_name(agent), task_queue or self.task_queue
+        warned: list[str] = []
+
+        def failed(message: str) -> None:
+            if note is not None and not warned and not is_unregistered(message):
+                warned.append(message)
+                note(f"warning: a workflow task of {workflow_id} failed: {message}")
+
+        handle = self.client.get_workflow_handle(workflow_id)
+        pickup = await watch_pickup(handle, timeout=timeout, on_failure=failed)
+        if pickup.unregistered:
+            reason = f"no worker serves agent {name!r} on task queue {queue!r}"
+            await terminate_quietly(handle, reason)
+            raise UnknownAgentError(
+                f"{reason}; start one with `smyth worker module:{name}` "
+                f"(run {workflow_id} was terminated)"
+            )
+        if not pickup.taken and note is not None:
+            note(f"note: no worker has taken {workflow_id} yet; it starts when one does")
+        return pickup.taken
+
+    async def state(self, workflow_id: str, *, timeout: float | None = None) -> AgentState:
+        """The agent's ``AgentState`` (works on finished runs too).
+
+        Args:
+            workflow_id: The agent's workflow id.
+            timeout: Seconds to wait for a worker to answer (a query needs one);
+                default: no limit.
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id.
+            ClientError: No worker answered within ``timeout``, or the query failed.
+
+        Changed in 0.3.0: ``timeout``.
+        """
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._across_runs(
+                    workflow_id, lambda: handle.query(STATE_QUERY, result_type=AgentState)
+                )
+        except TimeoutError:
+            raise ClientError(
+                f"no worker answered the state query of {workflow_id!r} within {timeout:g}s; "
+                "is a worker for its agent running?"
+            ) from None
+        except WorkflowQueryFailedError as exc:
+            raise ClientError(f"cannot read the state of {workflow_id!r}: {exc}") from exc
+
+    async def result(
+        self,
+        workflow_id: str,
+        *,
+        on_progress: Callable[[AgentState], None] | None = None,
+        progress_delay: float = 0.0,
+    ) -> AgentResult:
+        """Wait for the run to end and return its result.
+
+        Args:
+            workflow_id: The agent's workflow id.
+            on_progress: Called with the agent's state whenever it changes while the
+                run goes on (best effort: polled every ``PROGRESS_INTERVAL`` seconds,
+                and skipped while no worker answers).
+            progress_delay: Seconds before the first poll, so a run that has already
+                ended returns without one.
+
+        Raises:
+            AgentNotFoundError: No run has that workflow id.
+            AgentFailedError: The run failed, was terminated, cancelled or timed out.
+
+        Changed in 0.3.0: ``on_progress``.
+        """
+        watcher = (
+            asyncio.create_task(self._report_progress(workflow_id, on_progress, progress_delay))
+            if on_progress is not None
+            else None
+        )
+        handle = self.client.get_workflow_handle(workflow_id, result_type=AgentResult)
+        try:
+            result: AgentResult = await handle.result()
+        except WorkflowFailureError as exc:
+            raise AgentFailedError(f"agent {workflow_id} failed: {exc.cause or exc}") from exc
+        except RPCError as exc:
+            raise translate(exc, workflow_id) from exc
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+        return result
+
+    async def workers_polling(self, task_queue: str | None = None) -> int:
+        """How many workers poll the agents' task queue for workflow tasks right now."""
+        return len(await pollers(self.client, task_queue or self.task_queue))
+
+    async def wait_for_worker(self, task_queue: str | None = None, *, timeout: float) -> bool:
+        """Wait until a worker polls the task queue; whether one did within ``timeout``.
+
+        Added in 0.3.0.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while not await self.workers_polling(task_queue):
+                    await asyncio.sleep(_WORKER_POLL_INTERVAL)
+                return True
+        return False
+
+    async def _report_progress(
+        self, workflow_id: str, report: Callable[[AgentState], None], delay: float
+    ) -> None:
+        await asyncio.sleep(delay)
+        last: AgentState | None = None
+        while True:
+            try:
+                state = await self.state(workflow_id, timeout=_PROGRESS_QUERY_TIMEOUT)
+            except (ClientError, RPCError):
+                state = None  # ``result`` reports real problems; progress is best-effort
+            if state is not None:
+                if state != last:
+                    report(state)
+                    last = state
+                if state.status in TERMINAL_STATUSES:
+                    return
+            await asyncio.sleep(PROGRESS_INTERVAL)
