@@ -6,7 +6,12 @@ activity by name. The OpenAI provider (and the ``openai`` package) loads on firs
 
 from typing import TYPE_CHECKING, Any
 
-from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.models._provider import (
+    ModelProvider,
+    ModelRouter,
+    StreamingModelProvider,
+    TextSink,
+)
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -18,6 +23,8 @@ __all__ = [
     "ModelResponse",
     "ModelRouter",
     "OpenAIProvider",
+    "StreamingModelProvider",
+    "TextSink",
 ]
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, to_model_response
+from smyth_temporal.models._provider import TextSink
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 __all__ = [
     "DEFAULT_MODEL_HTTP_TIMEOUT",
@@ -19,9 +22,6 @@ __all__ = [
     "OpenAIProvider",
     "StructuredOutput",
 ]
-
-FINAL_ANSWER_TOOL = "final_answer"
-"""The tool a typed answer is given through when ``structured_output="tool"``."""
 
 StructuredOutput = Literal["json_schema", "tool"]
 """How a typed final answer is asked for; see ``OpenAIProvider``."""
@@ -37,9 +37,10 @@ class OpenAIProvider:
     from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``. The client is built with its own
     retries off: Temporal's retry policy on the model activity is the only retry loop,
     and errors are classified for it (408/409/429/5xx and timeouts retryable, honouring
-    ``Retry-After``; other 4xx final).
+    ``Retry-After``; other 4xx final). ``stream`` hands over the text while the model
+    writes it (a ``StreamingModelProvider``).
 
-    Added in 0.1.0.
+    Added in 0.1.0; ``stream`` added in 0.3.0.
     """
 
     def __init__(
@@ -99,6 +100,44 @@ class OpenAIProvider:
 
         from smyth_temporal.models._errors import to_application_error
 
+        try:
+            completion = await self._client.chat.completions.create(**self._params(request))
+        except openai.OpenAIError as exc:
+            raise to_application_error(exc) from exc
+        return to_model_response(completion, request)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Send one chat-completions request, streaming its text to ``on_text``.
+
+        The response is the one ``complete`` would give, and the pieces concatenate to
+        its ``content``. With ``structured_output="tool"`` and a typed answer asked
+        for, the answer comes as the final-answer tool's arguments and replaces the
+        text, so there the content reaches ``on_text`` in one piece, at the end.
+
+        Raises:
+            temporalio.exceptions.ApplicationError: Classified as ``complete``
+                classifies; a stream cut off midway is retryable.
+
+        Added in 0.3.0.
+        """
+        import openai
+
+        from smyth_temporal.models._errors import to_application_error
+
+        held_back = request.output is not None and self._structured_output == "tool"
+        try:
+            completion = await self._stream_completion(request, None if held_back else on_text)
+        except openai.OpenAIError as exc:
+            raise to_application_error(exc) from exc
+        if completion is None:
+            raise to_application_error(ValueError("the model endpoint streamed no chunks"))
+        response = to_model_response(completion, request)
+        if held_back and response.message.content:
+            on_text(response.message.content)
+        return response
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat-completions parameters for ``request``."""
         params: dict[str, Any] = dict(request.settings)
         tools = list(request.tools)
         if request.output is not None and self._structured_output == "json_schema":
@@ -114,47 +153,73 @@ class OpenAIProvider:
             tools.append(_final_answer_tool(request.output))
         if tools:
             params["tools"] = tools
-        try:
-            completion = await self._client.chat.completions.create(
-                model=request.model,
-                messages=[_to_openai(m) for m in request.messages],  # type: ignore[misc]
-                **params,
-            )
-        except openai.OpenAIError as exc:
-            raise to_application_error(exc) from exc
-        if not completion.choices:
-            raise to_application_error(ValueError("the model endpoint returned no choices"))
-        choice = completion.choices[0]
-        calls = [
-            ToolCall(
-                id=call.id or f"call_{request.step}_{index}",
-                name=call.function.name,
-                arguments=call.function.arguments or "{}",
-            )
-            for index, call in enumerate(choice.message.tool_calls or [])
-            if call.type == "function"
-        ]
-        content = choice.message.content
-        final = next((c for c in calls if c.name == FINAL_ANSWER_TOOL), None)
-        if final is not None and request.output is not None:
-            # The final-answer tool is how the model answers, not a call to run.
-            content, calls = _final_answer(final.arguments, request.output), []
-        usage = completion.usage
-        return ModelResponse(
-            message=Message(
-                role="assistant",
-                content=content,
-                tool_calls=calls,
-                step=request.step,
-            ),
-            usage=Usage(
-                requests=1,
-                input_tokens=usage.prompt_tokens if usage else 0,
-                output_tokens=usage.completion_tokens if usage else 0,
-            ),
-            finish_reason=choice.finish_reason,
-            model=completion.model,
-        )
+        params["model"] = request.model
+        params["messages"] = [_to_openai(m) for m in request.messages]
+        return params
+
+    async def _stream_completion(
+        self, request: ModelRequest, on_text: TextSink | None
+    ) -> ChatCompletion | None:
+        """The streamed completion (``None`` if no chunk came), text passed on as it comes."""
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+
+        # Given no input tools and no response format, openai's accumulator only
+        # accumulates: it neither parses the answer nor raises on a "length" finish,
+        # so the completion is what ``complete`` would have been given.
+        state: ChatCompletionStreamState[object] = ChatCompletionStreamState()
+        completion: ChatCompletion | None = None
+        params = self._params(request)
+        # Usage comes in a last chunk only if asked for; other stream options the
+        # settings hold (vLLM's continuous_usage_stats, say) are kept.
+        params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
+        stream = await self._client.chat.completions.create(**params, stream=True)
+        async with stream:
+            async for chunk in _with_openai_errors(stream):
+                if not chunk.choices and chunk.usage is None:
+                    continue  # Azure's content-filter notes hold no part of the answer
+                state.handle_chunk(chunk)
+                completion = state.current_completion_snapshot
+                text = _text_delta(chunk)
+                if text and on_text is not None:
+                    on_text(text)
+        return _without_empty_text(completion)
+
+
+async def _with_openai_errors(
+    stream: AsyncStream[ChatCompletionChunk],
+) -> AsyncIterator[ChatCompletionChunk]:
+    """The stream's chunks; a connection lost midway raises as openai's own error.
+
+    openai 3 wraps transport failures met while streaming; earlier versions let
+    httpx's through (``RemoteProtocolError``, ``ReadError``, ``ReadTimeout``), which
+    would be classified as unknown errors instead of connection errors and timeouts.
+    """
+    import httpx
+    import openai
+
+    try:
+        async for chunk in stream:
+            yield chunk
+    except httpx.TimeoutException as exc:
+        raise openai.APITimeoutError(request=stream.response.request) from exc
+    except httpx.RequestError as exc:
+        raise openai.APIConnectionError(request=stream.response.request) from exc
+
+
+def _text_delta(chunk: ChatCompletionChunk) -> str:
+    """The piece of the answer's text (the first choice's) that ``chunk`` carries."""
+    return next((c.delta.content or "" for c in chunk.choices if c.index == 0), "")
+
+
+def _without_empty_text(completion: ChatCompletion | None) -> ChatCompletion | None:
+    """The completion with an empty text made ``None``, as ``complete`` gets it."""
+    # Streams open with an empty text even when the model only calls tools (vLLM
+    # does); the same answer unstreamed has no content at all.
+    if completion is not None and completion.choices:
+        message = completion.choices[0].message
+        if message.content == "":
+            message.content = None
+    return completion
 
 
 def _to_openai(message: Message) -> dict[str, Any]:
@@ -191,13 +256,3 @@ def _final_answer_tool(output: OutputSchema) -> dict[str, Any]:
             "parameters": schema,
         },
     }
-
-
-def _final_answer(arguments: str, output: OutputSchema) -> str:
-    """The answer's JSON text from the final-answer tool's arguments."""
-    if output.json_schema.get("type") == "object":
-        return arguments
-    try:
-        return json.dumps(json.loads(arguments)["value"])
-    except (ValueError, KeyError, TypeError):
-        return arguments  # validated (and reported to the model) in the workflow

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
-__all__ = ["ModelProvider", "ModelRouter"]
+__all__ = ["ModelProvider", "ModelRouter", "StreamingModelProvider", "TextSink"]
+
+TextSink = Callable[[str], None]
+"""Takes each piece of text as the model writes it (called in order, never concurrently)."""
 
 
 @runtime_checkable
@@ -25,6 +28,24 @@ class ModelProvider(Protocol):
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request."""
+        ...
+
+
+@runtime_checkable
+class StreamingModelProvider(ModelProvider, Protocol):
+    """A provider that can also hand over the text while the model writes it.
+
+    ``stream`` answers like ``complete`` (the same ``ModelResponse``, the whole
+    message) and calls ``on_text`` with each piece of the assistant's text as it
+    arrives; the pieces concatenate exactly to the message's ``content``. Tool-call
+    arguments are not passed to ``on_text``. A failure mid-stream raises like
+    ``complete`` does; the activity's retry then supersedes what was streamed.
+
+    Added in 0.3.0.
+    """
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Answer one request, streaming its text to ``on_text``."""
         ...
 
 
@@ -56,3 +77,12 @@ class ModelRouter:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer with the provider that serves ``request.model``."""
         return await self.resolve(request.model).complete(request)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Stream with the provider that serves ``request.model`` (if it can stream)."""
+        provider = self.resolve(request.model)
+        if isinstance(provider, StreamingModelProvider):
+            return await provider.stream(request, on_text)
+        response = await provider.complete(request)
+        on_text(response.message.content or "")  # the whole text, as one piece
+        return response

@@ -6,7 +6,10 @@ package, so faking at the HTTP edge is the only way to test them honestly. The s
 below speaks just enough of the OpenAI HTTP API for that:
 
 * ``POST /v1/chat/completions`` answers with responses the test scripted beforehand
-  (:meth:`FakeOpenAIServer.enqueue`), in FIFO order.
+  (:meth:`FakeOpenAIServer.enqueue`), in FIFO order. A request with ``"stream": true``
+  gets its completion as OpenAI streams one: server-sent ``chat.completion.chunk``
+  events, the text a word at a time, tool-call arguments in pieces, usage last if
+  ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
 * ``POST /v1/embeddings`` answers on its own with deterministic vectors
   (:func:`fake_embedding`), so memory features can be tested without scripting.
 * Every request is recorded (:attr:`FakeOpenAIServer.requests`).
@@ -42,6 +45,8 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from smyth_temporal.testing._fake_stream import StreamPlan, plan_stream
+
 __all__ = [
     "FakeOpenAIServer",
     "FakeResponse",
@@ -70,12 +75,26 @@ class FakeResponse:
             ``Content-Type``).
         delay: Seconds to wait before answering; longer than the client's timeout, it
             makes the client time out.
+        first_token_delay: For a streamed answer: seconds between the first chunk
+            (the role) and the first piece of the message, as a model's time to first
+            token. Added in 0.3.0.
+        drop_after: For a streamed answer: hang up after this many pieces of the
+            message (text or tool-call pieces; fewer if the message has fewer),
+            without finishing the stream, as a connection lost midway does. ``None``
+            streams to the end. Added in 0.3.0.
+        piece_chars: For a streamed answer: the length of each piece of text and
+            tool-call arguments; ``None`` streams the text a word at a time (with the
+            whitespace after it) and arguments in pieces of eight characters. Added in
+            0.3.0.
     """
 
     status: int = 200
     body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    first_token_delay: float = 0.0
+    drop_after: int | None = None
+    piece_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,14 @@ class RecordedRequest:
     body: bytes
     received_at: float
 
+    @property
+    def streamed(self) -> bool:
+        """Whether the request asked for a streamed answer (``"stream": true``).
+
+        Added in 0.3.0.
+        """
+        return isinstance(self.json, dict) and self.json.get("stream") is True
+
 
 def chat_completion(
     content: str | None = None,
@@ -114,7 +141,7 @@ def chat_completion(
     """Build an OpenAI-shaped chat completion body with one assistant message.
 
     Pass the result to :meth:`FakeOpenAIServer.enqueue` directly (status 200), or as
-    ``FakeResponse(body=...)`` to add a delay or headers.
+    ``FakeResponse(body=...)`` to add a delay, headers or streaming options.
 
     Args:
         content: The assistant's text, or ``None`` (usual when it calls tools).
@@ -389,7 +416,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     # HTTP/1.1 keeps connections alive like a real endpoint would, so the client's
-    # connection pool is exercised too. Every response therefore sets Content-Length.
+    # connection pool is exercised too. Every response therefore sets Content-Length,
+    # or is sent chunked (streams): either way the client knows where it ends.
     protocol_version = "HTTP/1.1"
     # Idle keep-alive connections are closed after this many seconds, so handler
     # threads do not linger forever after a test.
@@ -432,20 +460,19 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in self.headers.items():
             key = name.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        fake._record(
-            RecordedRequest(
-                method=self.command,
-                path=self.path,
-                headers=headers,
-                json=decoded,
-                body=raw,
-                received_at=received_at,
-            )
+        recorded = RecordedRequest(
+            method=self.command,
+            path=self.path,
+            headers=headers,
+            json=decoded,
+            body=raw,
+            received_at=received_at,
         )
+        fake._record(recorded)
 
         route = urlsplit(self.path).path.rstrip("/")
         if self.command == "POST" and route == _CHAT_COMPLETIONS_PATH:
-            self._chat_completion(fake)
+            self._chat_completion(fake, recorded)
         elif self.command == "POST" and route == _EMBEDDINGS_PATH:
             self._embeddings(decoded)
         else:
@@ -466,7 +493,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _chat_completion(self, fake: FakeOpenAIServer) -> None:
+    def _chat_completion(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
         response = fake._next_response()
         if response is None:
             response = FakeResponse(
@@ -482,7 +509,48 @@ class _Handler(BaseHTTPRequestHandler):
             # Stopped while waiting: hang up rather than answer a client that is gone.
             self.close_connection = True
             return
-        self._send(response)
+        plan = _stream_plan(response, request.json) if request.streamed else None
+        if plan is None:
+            self._send(response)
+            return
+        try:
+            self._stream(fake, response, plan)
+        except ConnectionError:
+            self.close_connection = True  # the client gave up midway
+
+    def _stream(self, fake: FakeOpenAIServer, response: FakeResponse, plan: StreamPlan) -> None:
+        """Send a completion as server-sent events, in the chunked transfer encoding."""
+        self.send_response(response.status)
+        headers = {"Content-Type": "text/event-stream; charset=utf-8"}
+        headers.update(response.headers)
+        headers["Transfer-Encoding"] = "chunked"  # the stream's length is not known
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self._send_event(plan.opening)
+        if response.first_token_delay > 0 and not fake._wait(response.first_token_delay):
+            self.close_connection = True
+            return
+        for index, chunk in enumerate(plan.pieces):
+            if index == response.drop_after:
+                break
+            self._send_event(chunk)
+        if response.drop_after is not None:
+            # Closing without the chunked body's last, empty chunk: the client sees
+            # the body cut off (httpx: "incomplete chunked read"), not a short stream.
+            self.close_connection = True
+            return
+        for chunk in plan.closing:
+            self._send_event(chunk)
+        self._send_chunk(b"data: [DONE]\n\n")
+        self._send_chunk(b"")
+
+    def _send_event(self, chunk: dict[str, Any]) -> None:
+        self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+
+    def _send_chunk(self, data: bytes) -> None:
+        """Write one chunk of the chunked transfer encoding (empty: the last one)."""
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
 
     def _embeddings(self, request: Any) -> None:
         if not isinstance(request, dict) or "input" not in request:
@@ -540,6 +608,20 @@ class _Handler(BaseHTTPRequestHandler):
         except ConnectionError:
             # The client gave up (typically a timeout shorter than the scripted delay).
             self.close_connection = True
+
+
+def _stream_plan(response: FakeResponse, request: dict[str, Any]) -> StreamPlan | None:
+    """The chunks to stream ``response`` as, or None if it is not a completion to stream.
+
+    Errors and bodies that are not chat completions are sent as they are, as OpenAI
+    answers a failed streaming request with a plain JSON error.
+    """
+    body = response.body
+    if response.status != 200 or not isinstance(body, dict) or not body.get("choices"):
+        return None
+    options = request.get("stream_options")
+    with_usage = isinstance(options, dict) and options.get("include_usage") is True
+    return plan_stream(body, with_usage=with_usage, piece_chars=response.piece_chars)
 
 
 def _embedding_inputs(value: Any) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal.models._provider import TextSink
+from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
@@ -86,11 +89,14 @@ class ScriptedModel:
     Summary requests (context compaction) are not turns: ``summarizer`` answers them
     and they are kept in ``summary_requests``.
 
+    It can stream too (a ``StreamingModelProvider``): ``stream`` answers as
+    ``complete`` does and hands over the text a word at a time.
+
     ```python
     model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
     ```
 
-    Added in 0.1.0.
+    Added in 0.1.0; ``stream`` and ``piece_delay`` added in 0.3.0.
     """
 
     def __init__(
@@ -99,6 +105,7 @@ class ScriptedModel:
         *,
         tokens_per_turn: int = 10,
         summarizer: Summarizer = scripted_summary,
+        piece_delay: float = 0.0,
     ) -> None:
         """Create the model.
 
@@ -108,10 +115,13 @@ class ScriptedModel:
                 usage accounting can be tested too.
             summarizer: Writes the summaries compaction asks for (it may raise, to
                 test a failing summarizer).
+            piece_delay: Seconds ``stream`` waits between two pieces of text, so a
+                test can watch the text arrive (or interrupt it midway).
         """
         self.steps = list(steps)
         self.tokens_per_turn = tokens_per_turn
         self.summarizer = summarizer
+        self.piece_delay = piece_delay
         self.requests: list[ModelRequest] = []
         self.summary_requests: list[ModelRequest] = []
 
@@ -144,6 +154,21 @@ class ScriptedModel:
                 )
             )
         return _numbered(response, request.step, self.tokens_per_turn)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Answer as ``complete`` does, passing the text to ``on_text`` word by word.
+
+        Each piece is a word with the whitespace after it, so the pieces concatenate
+        exactly to the reply's content.
+
+        Added in 0.3.0.
+        """
+        response = await self.complete(request)
+        for index, piece in enumerate(text_pieces(response.message.content or "")):
+            if index and self.piece_delay > 0:
+                await asyncio.sleep(self.piece_delay)
+            on_text(piece)
+        return response
 
 
 def _numbered(response: ModelResponse, step: int, tokens: int) -> ModelResponse:
