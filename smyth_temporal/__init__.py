@@ -50,6 +50,7 @@ from smyth_temporal.exceptions import (
 from smyth_temporal.tools import Tool, ToolContext, ToolExecutor, tool, tool_context
 from smyth_temporal.types import (
     AgentCheckpoint,
+    AgentEvent,
     AgentInput,
     AgentLimits,
     AgentResult,
@@ -115,6 +116,7 @@ __all__ = [
     "AgentCheckpoint",
     "AgentClient",
     "AgentConfig",
+    "AgentEvent",
     "AgentFailedError",
     "AgentInput",
     "AgentInterruptedError",

@@ -152,11 +152,15 @@ CRASH_SCENARIO = "analyst_crash_recovered"
 """A run whose worker was SIGKILLed during a tool call and finished by another: its
 history has the sticky-queue workflow task timeout and the re-run activity."""
 
+STREAMED_SCENARIO = "analyst_streamed"
+"""A run streamed to a reader: its history has the model activity's delta signals and
+the reader's poll updates (the event stream of 0.3.0)."""
+
 LONG_RUN_SCENARIOS = ("digest_compacted", "relay_last_run", "concierge_session")
 """Runs of the weeks-long machinery: compaction with its archive, the last run of a
 continue-as-new chain (it starts from a checkpoint), and a session's messages."""
 
-SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, *LONG_RUN_SCENARIOS)
+SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, STREAMED_SCENARIO, *LONG_RUN_SCENARIOS)
 
 
 async def record_scripted(client: Client, scenario: str) -> str:
@@ -166,6 +170,23 @@ async def record_scripted(client: Client, scenario: str) -> str:
     async with agent_worker(client, agent, model=ScriptedModel(steps), task_queue=task_queue):
         handle = await agents.start(agent, AgentInput(prompt=prompt), id=workflow_id(scenario))
         await agents.result(handle.id)
+    return (await handle.fetch_history()).to_json()
+
+
+async def record_streamed(client: Client, scenario: str) -> str:
+    """A quote, then an answer streamed word by word while a reader follows the run."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    words = "ACME trades at 101.5, up two percent on the week; hold."
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply(words)], piece_delay=0.05)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(
+            Analyst, AgentInput(prompt="How is ACME?"), id=workflow_id(scenario)
+        )
+        kinds = [event.kind async for event in agents.events(handle.id)]
+        await agents.result(handle.id)
+    if kinds.count("text_delta") < 2:
+        raise RuntimeError(f"the answer was not streamed in pieces: {kinds}")
     return (await handle.fetch_history()).to_json()
 
 
@@ -247,6 +268,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     "digest_compacted": record_digest,
     "relay_last_run": record_relay,
     "concierge_session": record_session,
+    STREAMED_SCENARIO: record_streamed,
 }
 
 

@@ -359,6 +359,7 @@ async def test_every_tool_goes_through_one_path() -> None:
         offered=lambda: [fake_lookup, pay],
         tenant=lambda: "acme",
         executors={"fake": fake},
+        workflow_id=lambda: "wf-1",
     )
 
     ok = await runner.call(call("lookup", key="k"))

@@ -12,6 +12,7 @@ def test_top_level_exports() -> None:
         "AgentCheckpoint",
         "AgentClient",
         "AgentConfig",
+        "AgentEvent",
         "AgentFailedError",
         "AgentInput",
         "AgentInterruptedError",

@@ -36,10 +36,13 @@ async def test_a_valid_answer_becomes_typed_data(
 ) -> None:
     model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply(json.dumps(GOOD))])
     async with agent_worker(client, Rater, model=model, task_queue=task_queue):
-        result = await agents.run(Rater, "Rate ACME")
+        handle = await agents.start(Rater, "Rate ACME")
+        result = await agents.result(handle.id, output_type=Verdict)
+        plain = await agents.result(handle.id)
 
-    assert (result.status, result.steps, result.data) == ("completed", 2, GOOD)
+    assert (result.status, result.steps, result.data) == ("completed", 2, Verdict(**GOOD))
     assert json.loads(result.output) == GOOD
+    assert plain.data == GOOD  # by workflow id alone: the JSON form
     # Every turn told the model the shape of the final answer.
     for request in model.requests:
         assert request.output is not None and request.output.name == "Verdict"
@@ -61,7 +64,7 @@ async def test_an_answer_that_does_not_fit_is_corrected(
         result = await agents.run(Rater, "Rate ACME")
 
     assert (result.status, result.steps) == ("completed", 3)
-    assert result.data == {**GOOD, "action": "hold"}
+    assert result.data == Verdict(**{**GOOD, "action": "hold"})
     first, second = (last_user_text(r) for r in model.requests[1:])
     assert first.startswith("Your final answer does not fit the required Verdict: (answer): ")
     assert "Invalid JSON" in first
@@ -129,7 +132,7 @@ async def test_json_schema_response_format_through_the_openai_client(
             result = await agents.run(Rater, "Rate ACME")
         [request] = fake.requests
 
-    assert result.data == GOOD
+    assert result.data == Verdict(**GOOD)
     assert request.json["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "Verdict", "schema": Verdict.model_json_schema(), "strict": False},
@@ -139,7 +142,7 @@ async def test_json_schema_response_format_through_the_openai_client(
 
 @pytest.mark.parametrize(
     ("agent", "arguments", "data"),
-    [(Rater, GOOD, GOOD), (Counter, {"value": 42}, 42)],
+    [(Rater, GOOD, Verdict(**GOOD)), (Counter, {"value": 42}, 42)],
 )
 async def test_a_final_answer_tool_for_endpoints_without_structured_output(
     client: Client,

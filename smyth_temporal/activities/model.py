@@ -7,8 +7,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal.activities._heartbeat import auto_heartbeat
+from smyth_temporal.activities._stream import streaming_deltas
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
-from smyth_temporal.models._provider import ModelProvider
+from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 
 __all__ = ["ModelActivities"]
@@ -42,7 +43,7 @@ class ModelActivities:
         )
         try:
             async with auto_heartbeat():
-                response = await self._provider.complete(request)
+                response = await self._answer(request)
         except ApplicationError as exc:
             log.warning("model.failed", error=str(exc), retryable=not exc.non_retryable)
             raise
@@ -62,3 +63,10 @@ class ModelActivities:
             output_tokens=response.usage.output_tokens,
         )
         return response
+
+    async def _answer(self, request: ModelRequest) -> ModelResponse:
+        provider = self._provider
+        if request.stream_id is None or not isinstance(provider, StreamingModelProvider):
+            return await provider.complete(request)
+        async with streaming_deltas(request.stream_id, request.step) as deltas:
+            return await provider.stream(request, deltas.add)

@@ -30,6 +30,7 @@ from smyth_temporal.types.approvals import (
     ApprovalStatus,
     arguments_sha256,
 )
+from smyth_temporal.types.events import ApprovalDecided, ApprovalExpired, ApprovalRequested
 from smyth_temporal.types.messages import ToolCall
 
 __all__ = ["Approvals", "check_decision", "refusal"]
@@ -118,6 +119,7 @@ class Approvals:
         )
         self.requests[request.id] = request
         self._log.info("approval.requested", request_id=request.id, tool=spec.name)
+        self._conversation.publish(ApprovalRequested(request=request.model_copy()))
         self._on_change()
         return request
 
@@ -162,6 +164,7 @@ class Approvals:
         if request.on_timeout == "fail":
             request.status = "expired"
             request.decided_at = self._clock()
+            self._conversation.publish(ApprovalExpired(request=request.model_copy()))
             self._conversation.status = "failed"
             raise ApprovalExpiredError(
                 f"approval request {request.id} for tool '{request.tool}' expired at "
@@ -200,6 +203,8 @@ class Approvals:
             by=decision.by,
             edited=decision.arguments is not None,
         )
+        event = ApprovalExpired if request.status == "expired" else ApprovalDecided
+        self._conversation.publish(event(request=request.model_copy()))
 
     def _validate_edit(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         # Edited arguments must fit the tool as configured now (not as offered this turn).

@@ -23,6 +23,7 @@ from smyth_temporal.context import (
     transcript_chunks,
 )
 from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.events import CompactionDone
 from smyth_temporal.types.memory import MemoryRecord
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest
@@ -105,6 +106,7 @@ class Compactor:
             tokens_after=compaction.tokens_after,
             fallback=compaction.fallback,
         )
+        self._conversation.publish(CompactionDone(compaction=compaction))
         return compaction
 
     def restore(self, records: Sequence[Compaction], count: int) -> None:

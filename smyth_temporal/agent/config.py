@@ -100,6 +100,11 @@ class AgentConfig:
     """Retry policy of the model activity."""
     state_messages: int = 20
     """How many recent messages the ``state`` query returns."""
+    stream: bool = True
+    """Stream the model's text to the run's event stream as it is written (``smyth
+    watch``, ``AgentClient.events``, ``send(stream=True)``), when the worker's provider
+    can. Each batch of text (about every 75 ms) is a signal in the run's history; turn it
+    off for agents nobody watches live. Added in 0.3.0."""
     approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"

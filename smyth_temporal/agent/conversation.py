@@ -7,9 +7,10 @@ dialogue in ``self.conversation``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from smyth_temporal.types.agent import AgentStatus
+from smyth_temporal.types.events import AgentEvent, MessageCompleted, StatusChanged
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 
 __all__ = ["Conversation", "unique_call_ids"]
@@ -28,12 +29,30 @@ class Conversation:
         """Model turns taken (counted across continue-as-new)."""
         self.usage = Usage()
         """Tokens, requests and tool calls so far."""
-        self.status: AgentStatus = "running"
-        """Where the agent is."""
+        self._status: AgentStatus = "running"
         self.output: str | None = None
         """The final answer, once the run finished."""
         self.pending: dict[str, ToolCall] = {}
         """Tool calls running now, by call id."""
+        self.publish: Callable[[AgentEvent], None] = lambda event: None
+        """Where the conversation's events go (the run's event stream, once wired)."""
+
+    @property
+    def status(self) -> AgentStatus:
+        """Where the agent is; every change is published as a ``status`` event."""
+        return self._status
+
+    @status.setter
+    def status(self, status: AgentStatus) -> None:
+        if status != self._status:
+            self._status = status
+            self.publish(StatusChanged(status=status))
+
+    def add(self, *messages: Message, message_id: str | None = None) -> None:
+        """Append ``messages`` to the conversation and publish each one."""
+        for message in messages:
+            self.messages.append(message)
+            self.publish(MessageCompleted(message=message, message_id=message_id))
 
     def count(self, usage: Usage) -> None:
         """Add ``usage`` to the run's total."""

@@ -69,7 +69,7 @@ class Interrupts:
         """Take the waiting interrupt and tell the model about it in the conversation."""
         interrupt, self.pending = self.pending, None
         if interrupt is not None:
-            self._conversation.messages.append(Message.user(f"[{self.describe(interrupt)}]"))
+            self._conversation.add(Message.user(f"[{self.describe(interrupt)}]"))
             self._log.info("agent.interrupted", step=self._conversation.step, by=interrupt.by)
         return interrupt
 

@@ -19,8 +19,10 @@ from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import Delegation
+from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.types.agent import AgentCheckpoint, AgentInput, AgentState
+from smyth_temporal.types.events import ContinuedAsNew
 
 __all__ = ["CARRIED_APPROVALS", "Lifecycle"]
 
@@ -37,6 +39,7 @@ class Lifecycle:
         log: The agent's logger.
         parts: The components whose state a checkpoint carries.
         data: The agent's own state (``AgentWorkflow.data``), read when checkpointing.
+        events: The run's event stream, carried across continue-as-new (``None``: none).
 
     Added in 0.3.0.
     """
@@ -52,6 +55,7 @@ class Lifecycle:
         inbox: Inbox,
         delegation: Delegation,
         data: Callable[[], dict[str, Any]],
+        events: EventLog | None = None,
     ) -> None:
         self.generation = 1
         """Which run of the chain this is (the first is 1)."""
@@ -66,6 +70,7 @@ class Lifecycle:
         self._compactor = compactor
         self._inbox = inbox
         self._delegation = delegation
+        self._events = events
         self._data = data
 
     def should_continue_as_new(self) -> bool:
@@ -80,6 +85,10 @@ class Lifecycle:
         if not self.should_continue_as_new():
             return False
         if not workflow.all_handlers_finished():
+            # Subscribers' polls are handlers that wait for events: release them, so
+            # the next safe point finds none (unless another handler still runs).
+            if self._events is not None:
+                self._events.release_subscribers()
             self._log.info("agent.continue_as_new_deferred", step=self._conversation.step)
             return False
         return True
@@ -87,6 +96,9 @@ class Lifecycle:
     def continue_as_new(self, input: AgentInput) -> NoReturn:
         """Continue as new now, carrying ``checkpoint()`` into the next run."""
         checkpoint = self.checkpoint()
+        if self._events is not None:
+            self._events.publish(ContinuedAsNew(generation=checkpoint.generation))
+            checkpoint.stream = self._events.handover()
         self._log.info(
             "agent.continue_as_new",
             step=self._conversation.step,

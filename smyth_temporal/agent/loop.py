@@ -20,9 +20,11 @@ from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import start_model
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
+from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.interrupts import Interrupts
 from smyth_temporal.exceptions import AgentInterruptedError, ModelError
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest
 
@@ -35,6 +37,8 @@ class Loop:
     Args:
         config: The agent's config (model, settings, timeouts).
         conversation: The conversation the turns extend.
+        interrupts: Interrupts that may stop a turn.
+        events: The run's event stream (turns, streamed text, usage).
         log: The agent's logger.
 
     Added in 0.3.0.
@@ -45,6 +49,7 @@ class Loop:
         config: AgentConfig,
         conversation: Conversation,
         interrupts: Interrupts,
+        events: EventLog,
         log: WorkflowLogger,
         *,
         before_turn: Callable[[], None] = lambda: None,
@@ -54,6 +59,7 @@ class Loop:
         self._config = config
         self._conversation = conversation
         self._interrupts = interrupts
+        self._events = events
         self._log = log
         self._before_turn = before_turn
 
@@ -65,8 +71,8 @@ class Loop:
                 retries used up); the run fails with this message.
             AgentInterruptedError: An interrupt cancelled the call.
         """
-        config = self._config
-        conversation = self._conversation
+        config, conversation, events = self._config, self._conversation, self._events
+        message_id = events.next_message_id()
         request = ModelRequest(
             model=config.model,
             messages=prompt,
@@ -75,7 +81,9 @@ class Loop:
             agent=workflow.info().workflow_type,
             step=conversation.step + 1,
             output=config.output.schema if config.output else None,
+            stream_id=message_id if config.stream else None,
         )
+        events.publish(TurnStarted(step=request.step, message_id=message_id))
         conversation.status = "thinking"
         call = start_model(config, request, summary=f"model turn {request.step}")
         await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())
@@ -84,6 +92,7 @@ class Loop:
             with contextlib.suppress(ActivityError, asyncio.CancelledError):
                 await call
             conversation.status = "running"
+            events.publish(TurnFinished(step=request.step, message_id=message_id, interrupted=True))
             self._interrupts.raise_if_requested()
         try:
             response = await call
@@ -99,9 +108,10 @@ class Loop:
         if message.tool_calls:
             update["tool_calls"] = unique_call_ids(message.tool_calls)
         message = message.model_copy(update=update)
-        conversation.messages.append(message)
-        conversation.count(response.usage)
         conversation.step = request.step
+        conversation.add(message, message_id=message_id)
+        conversation.count(response.usage)
+        events.publish(UsageReported(usage=conversation.usage, message_id=message_id))
         conversation.status = "running"
         self._log.info(
             "agent.step",
@@ -136,8 +146,10 @@ class Loop:
                 reply = await think()
                 if not reply.tool_calls:
                     interrupts.discard()
+                    self._turn_finished()
                     return reply
                 await act(reply.tool_calls)
+                self._turn_finished()
                 interrupts.raise_if_requested()
                 if between_steps is not None:
                     between_steps()
@@ -145,3 +157,7 @@ class Loop:
             interrupts.take()
             self.interrupted = True
         return None
+
+    def _turn_finished(self) -> None:
+        step = self._conversation.step
+        self._events.publish(TurnFinished(step=step, message_id=self._events.message_id))

@@ -117,7 +117,7 @@ class TypedOutput:
                 self._log.warning("agent.output_invalid", attempt=attempt + 1, error=str(exc))
                 if attempt == self._retries:
                     return Settled(answer, status="invalid_output")
-                self._conversation.messages.append(Message.user(self.correction(exc)))
+                self._conversation.add(Message.user(self.correction(exc)))
                 retried = await again()
                 if retried is None:
                     return Settled(None, status="max_steps")

@@ -128,7 +128,7 @@ class Inbox:
         """
         while self._steering:
             queued = self._steering.popleft()
-            conversation.messages.append(Message.user(queued.message.text))
+            conversation.add(Message.user(queued.message.text))
             self._joined.append(queued)
             into = self.current.number if self.current else None
             self._log.info("session.steered", number=queued.number, into=into)
@@ -144,12 +144,14 @@ class Inbox:
         *,
         due: Callable[[], bool],
         continue_as_new: Callable[[], NoReturn],
+        release: Callable[[], None] = lambda: None,
     ) -> None:
         """Answer messages one by one until the session is closed.
 
         An idle session waits on a condition only (no timer, no worker memory once
         evicted). When continue-as-new is ``due`` it switches runs between messages,
-        once no handler is running; a message that arrives first is answered first.
+        once no handler is running (``release`` lets go of the event stream's
+        subscribers first); a message that arrives first is answered first.
         """
         while True:
             conversation.status = "idle"
@@ -159,6 +161,7 @@ class Inbox:
                 continue
             if self.closing:
                 break
+            release()  # waiting subscribers' polls would hold the switch off forever
             await workflow.wait_condition(
                 lambda: workflow.all_handlers_finished() or bool(self) or self.closing
             )

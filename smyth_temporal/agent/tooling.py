@@ -32,6 +32,7 @@ from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
+from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
 
@@ -48,6 +49,8 @@ class ToolRunner:
         offered: The tools the model is offered now (the agent's ``tools``).
         tenant: The tenant the agent runs for.
         executors: Executors by name, besides ``activity``.
+        interrupted: Whether an interrupt waits (calls not started then are not run).
+        workflow_id: The agent's workflow id, for idempotency keys.
 
     Added in 0.3.0.
     """
@@ -62,6 +65,7 @@ class ToolRunner:
         tenant: Callable[[], str],
         executors: Mapping[str, ToolExecutor],
         interrupted: Callable[[], bool] = lambda: False,
+        workflow_id: Callable[[], str] = lambda: workflow.info().workflow_id,
     ) -> None:
         self._conversation = conversation
         self._approvals = approvals
@@ -69,6 +73,7 @@ class ToolRunner:
         self._offered = offered
         self._tenant = tenant
         self._interrupted = interrupted
+        self._workflow_id = workflow_id
         self._executors: dict[str, ToolExecutor] = {
             ACTIVITY_EXECUTOR: self._run_activity,
             **executors,
@@ -115,6 +120,9 @@ class ToolRunner:
                 call, f"tool '{call.name}' has no executor {spec.executor!r} ({known})"
             )
         self._conversation.count_tool_call()
+        self._conversation.publish(
+            ToolCallScheduled(call=call, idempotency_key=self.idempotency_key(call))
+        )
         try:
             content = await executor(spec, call, arguments)
         except ToolCallError as exc:
@@ -122,7 +130,7 @@ class ToolRunner:
         self._log.info(
             "agent.tool_result", step=self._conversation.step, tool=call.name, call_id=call.id
         )
-        return Message.tool_result(call, content, step=self._conversation.step)
+        return self._result(call, content)
 
     async def act(
         self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
@@ -166,7 +174,16 @@ class ToolRunner:
         self._log.warning(
             "agent.tool_error", step=self._conversation.step, tool=call.name, error=text
         )
-        return Message.tool_result(call, f"Error: {text}", step=self._conversation.step)
+        return self._result(call, f"Error: {text}", error=True)
+
+    def idempotency_key(self, call: ToolCall) -> str:
+        """The key a tool sees for ``call``: the same on every retry, unique per call."""
+        return f"{self._workflow_id()}/{self._conversation.step}/{call.id}"
+
+    def _result(self, call: ToolCall, content: str, *, error: bool = False) -> Message:
+        finished = ToolCallFinished(call_id=call.id, name=call.name, content=content, error=error)
+        self._conversation.publish(finished)
+        return Message.tool_result(call, content, step=self._conversation.step)
 
     async def _run_activity(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
         info = workflow.info()
@@ -175,7 +192,7 @@ class ToolRunner:
             tool=spec.name,
             call_id=call.id,
             arguments=arguments,
-            idempotency_key=f"{info.workflow_id}/{step}/{call.id}",
+            idempotency_key=self.idempotency_key(call),
             agent=info.workflow_type,
             step=step,
             tenant=self._tenant(),

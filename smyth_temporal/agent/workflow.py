@@ -31,6 +31,7 @@ from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig, config_of
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
+from smyth_temporal.agent.events import EventLog, carried_stream
 from smyth_temporal.agent.interrupts import Interrupts
 from smyth_temporal.agent.lifecycle import Lifecycle
 from smyth_temporal.agent.loop import Loop
@@ -65,6 +66,7 @@ from smyth_temporal.types.approvals import (
     ApprovalRequest,
 )
 from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.events import RunFinished
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.sessions import (
@@ -93,7 +95,8 @@ class AgentWorkflow:
     override: ``prompt``, ``tools``, ``plan_compaction``, ``summary_prompt``.
 
     The state a subclass sees: ``conversation`` (messages, step, usage, status),
-    ``approvals``, ``lifecycle`` and ``data`` (its own, carried across continue-as-new).
+    ``approvals``, ``events`` (the run's event stream), ``lifecycle`` and ``data`` (its
+    own, carried across continue-as-new).
     Every agent answers the ``state`` query, takes approval decisions through the
     ``decide_approval`` update and the ``approval_decision`` signal, interrupts through
     the ``interrupt`` update, and session messages through the ``send_message`` update
@@ -114,6 +117,9 @@ class AgentWorkflow:
         """The agent's own state (JSON-serializable); carried across continue-as-new."""
         self.conversation = Conversation()
         """The messages so far and where the agent is."""
+        self.events = EventLog(carried_stream(args), lambda: self.conversation.step)
+        """The run's event stream (``AgentClient.events``); publish your own events here."""
+        self.conversation.publish = self.events.publish
         self._interrupts = interrupts = Interrupts(self.conversation, self._log)
         self.approvals = Approvals(
             config,
@@ -133,6 +139,7 @@ class AgentWorkflow:
             config,
             self.conversation,
             interrupts,
+            self.events,
             self._log,
             before_turn=lambda: self._inbox.steer_into(self.conversation),
         )
@@ -159,6 +166,7 @@ class AgentWorkflow:
             compactor=self._compactor,
             inbox=self._inbox,
             delegation=self._delegation,
+            events=self.events,
             data=lambda: self.data,
         )
         """Generation, checkpoint and continue-as-new."""
@@ -261,8 +269,7 @@ class AgentWorkflow:
         An idle session waits on a condition only; it continues as new between
         messages when the history grows.
         """
-        if not self.begin(input) and input.prompt:
-            self.conversation.messages.pop()  # the opening prompt is the first message
+        if not self.begin(input) and input.prompt:  # the opening prompt: the first message
             message = SessionMessage(text=input.prompt, tenant=input.tenant)
             self._inbox.enqueue(message, reply=False)
         await self._inbox.serve(
@@ -270,6 +277,7 @@ class AgentWorkflow:
             self.respond,
             due=self.lifecycle.should_continue_as_new,
             continue_as_new=self.continue_as_new,
+            release=self.events.release_subscribers,
         )
         return self.finish(self.conversation.last_text())
 
@@ -290,6 +298,7 @@ class AgentWorkflow:
             started afresh.
         """
         self._input = input
+        self.events.run_started(input)
         if input.checkpoint is not None:
             if not self.lifecycle.restored:  # a class with its own __init__ restores here
                 self.data = self.lifecycle.restore(input.checkpoint)
@@ -297,9 +306,9 @@ class AgentWorkflow:
                 self._publish_approvals()
             return True
         if self.config.instructions:
-            self.conversation.messages.append(Message.system(self.config.instructions))
-        if input.prompt:
-            self.conversation.messages.append(Message.user(input.prompt))
+            self.conversation.add(Message.system(self.config.instructions))
+        if input.prompt and input.mode == "task":  # a session answers it as a message
+            self.conversation.add(Message.user(input.prompt))
         self._log.info("agent.started", tenant=input.tenant, session_id=input.session_id)
         return False
 
@@ -340,7 +349,7 @@ class AgentWorkflow:
         """Run tool calls (consecutive read-only ones concurrently); append the results."""
         self.conversation.status = "acting"
         results = await self._tools.act(calls, self.call_tool)
-        self.conversation.messages.extend(results)
+        self.conversation.add(*results)
         self.conversation.status = "running"
         return results
 
@@ -367,7 +376,7 @@ class AgentWorkflow:
             The answer; if ``max_steps`` (default ``config.max_steps``) turns did not
             suffice, the last assistant message.
         """
-        self.conversation.messages.append(Message.user(text))
+        self.conversation.add(Message.user(text))
         limit = max_steps or self.step_limit
         answer = await self._until_answer(self.conversation.step + limit)
         if answer is None and not self._loop.interrupted:
@@ -395,6 +404,7 @@ class AgentWorkflow:
         if self.approvals.requests:
             self._publish_approvals()
         self._log.info("agent.finished", status=status, steps=conversation.step)
+        self.events.publish(RunFinished(status=status, output=output))
         steps, usage = conversation.step, conversation.usage
         return AgentResult(output=output, status=status, steps=steps, usage=usage, data=data)
 

@@ -14,6 +14,7 @@ Added in 0.3.0 (the clients were ``smyth_temporal.client`` and private modules).
 """
 
 from smyth_temporal.clients._base import AgentRef, agent_name, connect_client
+from smyth_temporal.clients._sessions import ReplyChunk, ReplyStream
 from smyth_temporal.clients.agents import AgentClient, PendingApproval
 from smyth_temporal.clients.memory import MemoryClient
 from smyth_temporal.clients.schedules import (
@@ -27,6 +28,8 @@ __all__ = [
     "AgentRef",
     "MemoryClient",
     "PendingApproval",
+    "ReplyChunk",
+    "ReplyStream",
     "ScheduleClient",
     "ScheduleSummary",
     "ScheduledRun",

@@ -1,32 +1,82 @@
-"""Persistent sessions: ``AgentClient``'s ``send`` and ``close_session``."""
+"""Persistent sessions: ``AgentClient``'s ``send`` (awaited or streamed) and ``close_session``."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal, overload
 
-from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.client import (
+    WithStartWorkflowOperation,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.service import RPCError
 
 from smyth_temporal.clients._base import AgentRef, agent_name
-from smyth_temporal.clients._runs import RunsClient, refusal
+from smyth_temporal.clients._live import LiveClient
+from smyth_temporal.clients._runs import refusal
 from smyth_temporal.exceptions import InvalidMessageError
 from smyth_temporal.types.agent import AgentInput
+from smyth_temporal.types.events import (
+    AgentEvent,
+    MessageCompleted,
+    TextAssembler,
+    TextDelta,
+    TextReset,
+)
 from smyth_temporal.types.sessions import (
     CLOSE_SESSION_SIGNAL,
     SESSION_EVENT_SIGNAL,
     SESSION_MESSAGE_UPDATE,
     SessionMessage,
     SessionReply,
+    WhileBusy,
     session_workflow_id,
 )
 
-__all__ = ["SessionsClient"]
+__all__ = ["ReplyChunk", "ReplyStream", "SessionsClient"]
 
 
-class SessionsClient(RunsClient):
+STREAM_OFFSET_QUERY = "__temporal_workflow_stream_offset"
+"""The workflow stream's query for its next offset (``temporalio.contrib.workflow_streams``)."""
+
+
+class SessionsClient(LiveClient):
     """Talk to agents' persistent sessions."""
 
-    async def send(
+    @overload
+    def send(
+        self,
+        agent: AgentRef,
+        session_id: str,
+        text: str,
+        *,
+        tenant: str = ...,
+        sender: str | None = ...,
+        wait: bool = ...,
+        while_busy: WhileBusy | None = ...,
+        stream: Literal[False] = ...,
+    ) -> Coroutine[Any, Any, SessionReply | None]: ...
+
+    @overload
+    def send(
+        self,
+        agent: AgentRef,
+        session_id: str,
+        text: str,
+        *,
+        tenant: str = ...,
+        sender: str | None = ...,
+        wait: bool = ...,
+        while_busy: WhileBusy | None = ...,
+        stream: Literal[True],
+    ) -> ReplyStream: ...
+
+    def send(
         self,
         agent: AgentRef,
         session_id: str,
@@ -35,7 +85,9 @@ class SessionsClient(RunsClient):
         tenant: str = "default",
         sender: str | None = None,
         wait: bool = True,
-    ) -> SessionReply | None:
+        while_busy: WhileBusy | None = None,
+        stream: bool = False,
+    ) -> Coroutine[Any, Any, SessionReply | None] | ReplyStream:
         """Send a message to a persistent session, starting the session if need be.
 
         One call (update-with-start): a stateless script or web handler can talk to a
@@ -51,18 +103,32 @@ class SessionsClient(RunsClient):
             sender: Who sends it (kept in the session's history).
             wait: Wait for the reply (an update, default); ``False`` posts the message
                 as an event (a signal) and returns at once.
+            while_busy: What the session does if it is answering another message:
+                ``enqueue``, ``reject``, ``interrupt`` or ``steer`` (default: the agent's
+                ``AgentConfig.while_busy``).
+            stream: Return a ``ReplyStream`` that yields the reply as it is written
+                (``async for chunk in agents.send(..., stream=True)``).
 
         Returns:
-            The agent's reply (``None`` when ``wait`` is false).
+            The agent's reply (``None`` when ``wait`` is false), to await; or, with
+            ``stream``, the stream of its pieces.
 
         Raises:
             InvalidMessageError: The session refused the message; the message says why.
 
-        Added in 0.2.0.
+        Added in 0.2.0. Changed in 0.3.0: ``while_busy``, ``stream``.
         """
-        name = agent_name(agent)
+        message = SessionMessage(text=text, tenant=tenant, sender=sender, while_busy=while_busy)
+        workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
+        if stream:
+            return ReplyStream(self, workflow_id, self._deliver(agent, session_id, message))
+        return self._deliver(agent, session_id, message, wait=wait)
+
+    async def _deliver(
+        self, agent: AgentRef, session_id: str, message: SessionMessage, *, wait: bool = True
+    ) -> SessionReply | None:
+        name, tenant = agent_name(agent), message.tenant
         workflow_id = session_workflow_id(name, tenant, session_id)
-        message = SessionMessage(text=text, tenant=tenant, sender=sender)
         start = AgentInput(tenant=tenant, session_id=session_id, mode="session")
         options: dict[str, Any] = {
             "id": workflow_id,
@@ -114,3 +180,140 @@ class SessionsClient(RunsClient):
         """
         workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
         await self.signal(workflow_id, CLOSE_SESSION_SIGNAL)
+
+
+@dataclass(frozen=True)
+class ReplyChunk:
+    """A piece of a streamed reply.
+
+    Added in 0.3.0.
+    """
+
+    text: str
+    """The next piece of the message's text."""
+    message_id: str | None = None
+    """The assistant message it belongs to (a reply may span several turns)."""
+    reset: bool = False
+    """The text shown so far for ``message_id`` is void (its model call was retried):
+    start that message again with ``text``."""
+
+
+_SETTLE_TIMEOUT = 2.0
+"""Seconds to wait for the reply's last events once the reply itself has arrived."""
+
+
+class ReplyStream:
+    """The reply to one session message, as the agent writes it.
+
+    Iterate it for ``ReplyChunk``s; once iteration ends, ``reply`` holds the agent's
+    ``SessionReply`` (whose text is the truth: chunks are a view of it).
+
+    Added in 0.3.0.
+    """
+
+    def __init__(
+        self,
+        client: LiveClient,
+        workflow_id: str,
+        delivery: Coroutine[Any, Any, SessionReply | None],
+    ) -> None:
+        self.workflow_id = workflow_id
+        self.reply: SessionReply | None = None
+        self._client = client
+        self._delivery = delivery
+
+    async def __aiter__(self) -> AsyncIterator[ReplyChunk]:
+        after = await self._end_offset()
+        delivery = asyncio.create_task(self._delivery)
+        try:
+            async for chunk in self._chunks(after, delivery):
+                yield chunk
+            self.reply = await delivery
+        finally:
+            if not delivery.done():
+                delivery.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await delivery
+
+    async def _chunks(
+        self, after: int, delivery: asyncio.Task[SessionReply | None]
+    ) -> AsyncIterator[ReplyChunk]:
+        assembler, streamed = TextAssembler(), set[str]()
+        async for event in self._until_answered(await self._subscribe(after, delivery), delivery):
+            if isinstance(event, TextDelta | TextReset) and event.message_id is not None:
+                before = assembler.text(event.message_id)
+                now = assembler.add(event)
+                if now is not None:
+                    streamed.add(event.message_id)
+                    reset = not now.startswith(before)
+                    text = now if reset else now[len(before) :]
+                    yield ReplyChunk(text=text, message_id=event.message_id, reset=reset)
+            elif isinstance(event, MessageCompleted) and event.message.role == "assistant":
+                content = event.message.content
+                if content and event.message_id not in streamed:
+                    yield ReplyChunk(text=content, message_id=event.message_id)
+
+    async def _until_answered(
+        self, events: AsyncIterator[AgentEvent], delivery: asyncio.Task[SessionReply | None]
+    ) -> AsyncIterator[AgentEvent]:
+        """The session's events until the reply's final message (or the reply failed)."""
+        iterator = aiter(events)
+        pending: asyncio.Future[AgentEvent] | None = None
+        while True:
+            pending = pending or asyncio.ensure_future(anext(iterator))
+            settling = delivery.done()  # the reply is in: its last events are on the way
+            waiting: set[asyncio.Future[Any]] = {pending} if settling else {pending, delivery}
+            timeout = _SETTLE_TIMEOUT if settling else None
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            refused = delivery.done() and (delivery.cancelled() or delivery.exception())
+            if refused or (settling and not pending.done()):
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
+                return
+            if not pending.done():
+                continue  # the reply arrived first: wait for its events, a while
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            yield event
+            if delivery.done() and isinstance(event, MessageCompleted) and _final(event, delivery):
+                return
+
+    async def _subscribe(
+        self, after: int, delivery: asyncio.Task[SessionReply | None]
+    ) -> AsyncIterator[AgentEvent]:
+        # A new session exists once the update-with-start reaches the server.
+        while await self._client.status(self.workflow_id) is None:
+            if delivery.done():
+                return _nothing()
+            await asyncio.sleep(_SESSION_POLL)
+        return self._client.events(self.workflow_id, after=after)
+
+    async def _end_offset(self) -> int:
+        """The offset of the session's last event so far (-1: none, or no session yet)."""
+        handle = self._client.client.get_workflow_handle(self.workflow_id)
+        try:
+            end: int = await handle.query(STREAM_OFFSET_QUERY, result_type=int)
+        except (RPCError, WorkflowQueryFailedError):
+            return -1
+        return end - 1
+
+
+_SESSION_POLL = 0.05
+
+
+def _final(event: MessageCompleted, delivery: asyncio.Task[SessionReply | None]) -> bool:
+    """Whether ``event`` is the reply's last message (the answer, at the reply's step)."""
+    reply = delivery.result()
+    message = event.message
+    return reply is None or (
+        message.role == "assistant" and not message.tool_calls and event.step >= reply.step
+    )
+
+
+async def _nothing() -> AsyncIterator[AgentEvent]:
+    return
+    yield  # an async generator that yields nothing

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from pydantic import TypeAdapter
 from temporalio.client import Plugin, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
@@ -145,9 +146,13 @@ class AgentClient(ApprovalsClient, SessionsClient):
         )
 
     async def run(self, agent: AgentRef, input: AgentInput | str, **options: Any) -> AgentResult:
-        """Start an agent run and wait for its result (see ``start`` for the options)."""
+        """Start an agent run and wait for its result (see ``start`` for the options).
+
+        Given an agent class with an ``output_type``, ``data`` is an instance of it.
+        """
         handle = await self.start(agent, input, **options)
-        return await self.result(handle.id)
+        output_type = None if isinstance(agent, str) else agent.config.output_type
+        return await self.result(handle.id, output_type=output_type)
 
     async def confirm_pickup(
         self,
@@ -235,6 +240,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
         *,
         on_progress: Callable[[AgentState], None] | None = None,
         progress_delay: float = 0.0,
+        output_type: Any = None,
     ) -> AgentResult:
         """Wait for the run to end and return its result.
 
@@ -245,12 +251,14 @@ class AgentClient(ApprovalsClient, SessionsClient):
                 and skipped while no worker answers).
             progress_delay: Seconds before the first poll, so a run that has already
                 ended returns without one.
+            output_type: The agent's ``output_type``: ``data`` comes back as an instance
+                of it (validated again here) instead of its JSON form.
 
         Raises:
             AgentNotFoundError: No run has that workflow id.
             AgentFailedError: The run failed, was terminated, cancelled or timed out.
 
-        Changed in 0.3.0: ``on_progress``.
+        Changed in 0.3.0: ``on_progress``, ``output_type``.
         """
         watcher = (
             asyncio.create_task(self._report_progress(workflow_id, on_progress, progress_delay))
@@ -269,6 +277,9 @@ class AgentClient(ApprovalsClient, SessionsClient):
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
+        if output_type is not None and result.data is not None:
+            data = TypeAdapter(output_type).validate_python(result.data)
+            result = result.model_copy(update={"data": data})
         return result
 
     async def workers_polling(self, task_queue: str | None = None) -> int:

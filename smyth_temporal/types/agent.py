@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
@@ -121,6 +122,9 @@ class AgentCheckpoint(BaseModel):
     """Which run of the agent's chain is starting (the first is 1)."""
     data: dict[str, Any] = Field(default_factory=dict)
     """The agent's own state, from ``AgentWorkflow.data``."""
+    stream: WorkflowStreamState | None = None
+    """The run's event stream (retained events, offsets, publisher dedup), so watchers
+    carry on in the next run where they were. Added in 0.3.0."""
 
 
 class AgentLimits(BaseModel):

@@ -51,6 +51,10 @@ class ModelRequest(BaseModel):
     output: OutputSchema | None = None
     """The shape of the final answer, when the agent has an ``output_type``: providers
     ask for it (a JSON-schema response format, or a final-answer tool). Added in 0.3.0."""
+    stream_id: str | None = None
+    """When set, the model activity streams the text to the run's event stream as
+    ``text_delta`` events of this message id (the result is the whole message either
+    way). Added in 0.3.0."""
 
 
 class ModelResponse(BaseModel):

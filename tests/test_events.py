@@ -1,0 +1,157 @@
+"""The event stream of a run on a real dev server: what it carries, in order, once.
+
+Streamed text is a view: its deltas concatenate to the message in history. Readers
+resume from an offset, share one poll per process, and go on across continue-as-new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput, InvalidInterruptError
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types import (
+    AgentEvent,
+    MessageCompleted,
+    TextAssembler,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallScheduled,
+)
+from tests.agents import Analyst
+from tests.live_agents import GatedModel, Operator
+
+ANSWER = "ACME trades at 101.5, up two percent on the week; nothing to do."
+
+
+async def collect(
+    agents: AgentClient, workflow_id: str, after: int | None = None
+) -> list[AgentEvent]:
+    return [event async for event in agents.events(workflow_id, after=after)]
+
+
+def kinds(events: Sequence[AgentEvent]) -> list[str]:
+    return [e.kind for e in events if e.kind not in ("status", "usage", "text_delta")]
+
+
+async def test_a_run_streams_its_turns_tools_and_text_in_order(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply(ANSWER)], piece_delay=0.05)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="How is ACME?"))
+        events = await collect(agents, handle.id)
+        result = await agents.result(handle.id)
+
+    assert kinds(events) == [
+        "run_started",
+        "message",  # system
+        "message",  # user
+        "turn_started",
+        "message",  # assistant: the call
+        "tool_call",
+        "tool_result",
+        "message",  # the tool's result
+        "turn_finished",
+        "turn_started",
+        "message",  # the answer
+        "turn_finished",
+        "run_finished",
+    ]
+    offsets = [e.offset for e in events]
+    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    assert {e.run_id for e in events} == {handle.result_run_id}
+    scheduled = next(e for e in events if isinstance(e, ToolCallScheduled))
+    assert scheduled.idempotency_key == f"{handle.id}/1/{scheduled.call.id}"
+    finished = next(e for e in events if isinstance(e, ToolCallFinished))
+    assert (finished.name, finished.content, finished.error) == ("get_quote", "101.5", False)
+    # The answer was streamed in pieces that make up exactly the message in history.
+    answer = [e for e in events if isinstance(e, MessageCompleted)][-1]
+    deltas = [e for e in events if isinstance(e, TextDelta) and e.message_id == answer.message_id]
+    assert len(deltas) > 1 and all(e.attempt == 1 for e in deltas)
+    assembler = TextAssembler()
+    for each in deltas:
+        assembler.add(each)
+    assert assembler.text(answer.message_id or "") == ANSWER == result.output
+    statuses = [e.status for e in events if e.kind == "status"]
+    assert statuses[-1] == "completed" and "thinking" in statuses and "acting" in statuses
+
+
+async def test_a_reader_resumes_after_the_last_offset_it_saw(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply(ANSWER)])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="How is ACME?"))
+        everything = await collect(agents, handle.id)
+        cut = everything[len(everything) // 2].offset
+        rest = await collect(agents, handle.id, after=cut)
+    assert rest == [e for e in everything if e.offset > cut]
+
+
+async def test_readers_in_one_process_share_one_poll(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = GatedModel([tool_call("get_quote", symbol="ACME"), reply(ANSWER)], held={2})
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        handle = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
+        readers = [asyncio.create_task(collect(agents, handle.id)) for _ in range(20)]
+        while 2 not in model.waiting:
+            await asyncio.sleep(0.05)
+        model.release.set()
+        seen = await asyncio.gather(*readers)
+        history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert all(each == seen[0] for each in seen)
+    polls = [
+        e
+        for e in history.events
+        if e.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
+    # One poll at a time for all twenty readers: never more than one in flight.
+    open_polls = 0
+    for event in history.events:
+        if event.HasField("workflow_execution_update_accepted_event_attributes"):
+            open_polls += 1
+            assert open_polls <= 1
+        elif event.HasField("workflow_execution_update_completed_event_attributes"):
+            open_polls -= 1
+    assert polls
+
+
+async def test_an_interrupt_from_the_client_and_a_refusal_when_idle(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = GatedModel([tool_call("get_quote", symbol="ACME"), reply("never")], held={2})
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        handle = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
+        while 2 not in model.waiting:
+            await asyncio.sleep(0.05)
+        outcome = await agents.interrupt(handle.id, reason="wrong ticker", by="alice")
+        result = await agents.result(handle.id)
+        with pytest.raises(InvalidInterruptError, match="the run has finished"):
+            await agents.interrupt(handle.id)
+    assert outcome.status == "thinking"
+    assert result.status == "interrupted"
+
+
+async def test_a_session_reply_streams_as_it_is_written(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # A pause between words, so the first one is published alone and more follow.
+    steps = [tool_call("get_quote", symbol="ACME"), reply(ANSWER), reply("Bye now.")]
+    model = ScriptedModel(steps, piece_delay=0.05)
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        stream = agents.send(Operator, "s-stream", "How is ACME?", stream=True)
+        chunks = [chunk async for chunk in stream]
+        second = agents.send(Operator, "s-stream", "Thanks", stream=True)
+        more = [chunk async for chunk in second]
+    assert len(chunks) > 1 and not any(c.reset for c in chunks)
+    assert "".join(c.text for c in chunks) == ANSWER
+    assert stream.reply is not None and stream.reply.text == ANSWER
+    assert "".join(c.text for c in more) == "Bye now."
+    assert second.reply is not None and second.reply.number == 2
