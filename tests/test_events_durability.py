@@ -118,12 +118,18 @@ async def test_a_reader_sees_every_event_once_across_a_worker_sigkill(
 ) -> None:
     first = await spawn("crash-tool")
     handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME, then look around"))
-    reader = asyncio.create_task(collect(agents, handle.id))
+    before: list[AgentEvent] = []
+    async for event in agents.events(handle.id):  # read up to the slow lookup, then leave
+        before.append(event)
+        if event.kind == "tool_call" and event.call.name == "slow_lookup":
+            break
     await wait_for_entry(ledger, lambda e: e["tool"] == "slow_lookup.start")
     first.kill()
     await spawn("crash-tool")
-    events = await asyncio.wait_for(reader, 120)
+    after = await asyncio.wait_for(collect(agents, handle.id, after=before[-1].offset), 120)
+    events = before + after
 
+    assert events == await collect(agents, handle.id)  # resumed: nothing lost, nothing twice
     assert_once_in_order(events)
     keys = [e.idempotency_key for e in events if e.kind == "tool_call"]
     assert len(keys) == len(set(keys)) == 5  # the re-run after the crash published nothing twice

@@ -130,6 +130,33 @@ async def test_a_running_side_effect_finishes_and_the_calls_left_are_not_run(
     assert len(model.requests) == 1  # no model turn after the interrupt
 
 
+async def test_a_read_only_batch_finishes_and_the_next_batch_is_not_run(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # Two read-only lookups run together; the transfer after them is a batch of its own.
+    calls = [
+        tool_call("slow_lookup", symbol="ACME", seconds=1),
+        tool_call("slow_lookup", symbol="GLOBEX", seconds=1),
+        tool_call("slow_transfer", amount=5, seconds=0),
+    ]
+    model = GatedModel([calls], held=set())
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        handle = await agents.start(Operator, AgentInput(prompt="Look, then pay"))
+        await until(started(ledger, "slow_lookup"), "the lookups running")
+        outcome = await agents.interrupt(handle.id, reason="wrong ticker", by="alice")
+        result = await agents.result(handle.id)
+        state = await agents.state(handle.id)
+
+    assert (outcome.status, result.status) == ("acting", "interrupted")
+    finished = sorted(e["symbol"] for e in read_ledger(ledger) if e["tool"] == "slow_lookup")
+    assert finished == ["ACME", "GLOBEX"]  # what started finished
+    assert "slow_transfer.start" not in [e["tool"] for e in read_ledger(ledger)]
+    acme, globex, transfer, note = state.messages[-4:]
+    assert (acme.content, globex.content) == ("ACME volume is high", "GLOBEX volume is high")
+    assert transfer.content == "Error: not run: the turn was interrupted"
+    assert note.content == NOTE
+
+
 async def test_an_interrupt_ends_an_approval_wait_in_a_rejection(
     client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:

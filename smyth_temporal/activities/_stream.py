@@ -86,9 +86,14 @@ class DeltaPublisher:
             await asyncio.sleep(self._interval)  # then let the next batch gather
 
     async def flush(self) -> None:
-        """Publish the text gathered so far as one event and wait until it is delivered."""
+        """Publish the text gathered so far as one event and wait until it is delivered.
+
+        Also sends a batch whose signal an earlier, cancelled flush left pending (the
+        stream deduplicates it if it did arrive).
+        """
         self._arrived.clear()
         if not self._pending:
+            await self._client.flush()
             return
         text, self._pending = "".join(self._pending), []
         self._topic.publish(
