@@ -23,11 +23,16 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from smyth_temporal.types.events import EVENTS_TOPIC, TextDelta, TextReset
 
-__all__ = ["DELTA_INTERVAL", "DeltaPublisher", "streaming_deltas"]
+__all__ = ["DELTA_INTERVAL", "MAX_DELTA_INTERVAL", "DeltaPublisher", "streaming_deltas"]
 
 DELTA_INTERVAL = timedelta(milliseconds=75)
-"""How long text gathers before it is published: small enough to read as live, large
-enough that a fast model adds a handful of signals to history, not one per token."""
+"""How long text gathers after the first piece (which goes at once) before the next
+batch: the interval then doubles up to ``MAX_DELTA_INTERVAL``."""
+
+MAX_DELTA_INTERVAL = timedelta(milliseconds=300)
+"""The longest a piece of text waits. Each batch is a signal in the run's history (about
+800 bytes with its workflow task), so a long reply adds about three a second, not one
+per token; short replies still read as live."""
 
 _log = structlog.get_logger("smyth_temporal.model")
 
@@ -41,7 +46,8 @@ class DeltaPublisher:
         step: The agent step of the model call.
         attempt: The activity attempt that writes the text.
         run_id: The agent run the model call belongs to.
-        interval: How often gathered text is published.
+        interval: How long the second batch gathers (later ones: twice as long, up to
+            ``MAX_DELTA_INTERVAL``).
     """
 
     def __init__(
@@ -80,10 +86,12 @@ class DeltaPublisher:
 
     async def run(self) -> None:
         """Publish text as it arrives, at most once an interval, until cancelled."""
+        interval = self._interval
         while True:
             await self._arrived.wait()
             await self.flush()  # the first text at once: time to first token counts
-            await asyncio.sleep(self._interval)  # then let the next batch gather
+            await asyncio.sleep(interval)  # then let the next batch gather
+            interval = min(interval * 2, MAX_DELTA_INTERVAL.total_seconds())
 
     async def flush(self) -> None:
         """Publish the text gathered so far as one event and wait until it is delivered.

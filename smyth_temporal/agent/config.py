@@ -103,8 +103,8 @@ class AgentConfig:
     stream: bool = True
     """Stream the model's text to the run's event stream as it is written (``smyth
     watch``, ``AgentClient.events``, ``send(stream=True)``), when the worker's provider
-    can. Each batch of text (about every 75 ms) is a signal in the run's history; turn it
-    off for agents nobody watches live. Added in 0.3.0."""
+    can. Each batch of text (75 ms apart, growing to 300 ms) is a signal in the run's
+    history; turn it off for agents nobody watches live. Added in 0.3.0."""
     approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"
