@@ -2,11 +2,12 @@
 
 One module per command group, each only parsing arguments, calling a client and
 printing: ``dev`` (``dev``, ``worker``), ``runs`` (``run``, ``state``, ``result``),
-``approvals`` (``approvals``, ``approve``, ``reject``), ``memory`` (``memory search``,
-``list``, ``forget``, ``undo-run``), ``sessions`` (``send``, ``chat``), ``schedules``
-(``schedule create``, ``list``, ``describe``, ``pause``, ``resume``, ``trigger``,
-``delete``) and ``demo``. They share ``_common`` (options, running, errors) and
-``_output`` (how things are shown).
+``watch`` (``watch``, ``interrupt``), ``approvals`` (``approvals``, ``approve``,
+``reject``), ``memory`` (``memory search``, ``list``, ``forget``, ``undo-run``),
+``sessions`` (``send``, ``chat``), ``schedules`` (``schedule create``, ``list``,
+``describe``, ``pause``, ``resume``, ``trigger``, ``delete``) and ``demo``. They share
+``_common`` (options, running, errors), ``_output`` (how things are shown) and
+``_live`` (text shown as a model writes it).
 
 Every command takes ``--address`` and ``--namespace`` (default: ``TEMPORAL_ADDRESS``,
 ``TEMPORAL_NAMESPACE`` or the ``temporal.toml`` profile, as Temporal's own CLI reads
@@ -33,7 +34,7 @@ from typing import Annotated
 import typer
 from temporalio.service import RPCError
 
-from smyth_temporal.cli import approvals, demo, dev, memory, runs, schedules, sessions
+from smyth_temporal.cli import approvals, demo, dev, memory, runs, schedules, sessions, watch
 from smyth_temporal.cli._common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -54,7 +55,7 @@ app = typer.Typer(
     help="Durable AI agents on Temporal: a dev server, workers, agent runs, human approvals "
     "and long-term memory.",
 )
-for group in (dev, runs, approvals, sessions):
+for group in (dev, runs, watch, approvals, sessions):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")

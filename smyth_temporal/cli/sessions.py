@@ -1,9 +1,10 @@
 """``smyth send`` and ``smyth chat``: talk to an agent's persistent session.
 
 Both go through ``AgentClient.send`` (update-with-start), so a session is started by
-its first message and any later process can carry on with it.
+its first message and any later process can carry on with it. Replies are shown as the
+agent writes them (``send(..., stream=True)``), unless ``--no-stream`` or ``--json``.
 
-Added in 0.2.0.
+Added in 0.2.0; streamed replies and ``--while-busy`` added in 0.3.0.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import asyncio
 import contextlib
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, TextIO, cast, get_args
 
 import typer
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateRPCTimeoutOrCancelledError
@@ -23,18 +24,20 @@ from temporalio.service import RPCError
 from smyth_temporal.cli._common import (
     CommonOptions,
     agent_type,
+    choice,
     command,
     error_line,
     non_empty,
     run,
     status,
 )
+from smyth_temporal.cli._live import LiveText, stdout_console
 from smyth_temporal.cli._output import format_usage, one_line
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.clients._base import PICKUP_TIMEOUT
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidMessageError
 from smyth_temporal.types.agent import AgentState
-from smyth_temporal.types.sessions import SessionReply, session_workflow_id
+from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id
 
 __all__ = ["CHAT_PROMPT", "PROGRESS_DELAY", "TICK_INTERVAL", "app"]
 
@@ -60,6 +63,7 @@ _SESSION_EPILOG = "\n\n".join(
         "examples:",
         '  smyth send Concierge --session alice "Book a table for two."',
         '  smyth send Concierge --session alice --json "And a taxi at eight."',
+        '  smyth send Concierge --session alice --while-busy interrupt "No, for three."',
         "  smyth chat Concierge --session alice        (/quit leaves it open, /close ends it)",
         "  printf 'hello\\n/close\\n' | smyth chat Concierge --session bob",
     ]
@@ -86,6 +90,14 @@ _Sender = Annotated[
         "--sender", parser=non_empty, metavar="NAME", help="who sends, kept in the session"
     ),
 ]
+_NoStream = Annotated[
+    bool,
+    typer.Option("--no-stream", help="print the reply once it is complete, not as it is written"),
+]
+
+
+def _while_busy(text: str) -> WhileBusy:
+    return cast(WhileBusy, choice(*get_args(WhileBusy))(text))
 
 
 @command(
@@ -111,25 +123,44 @@ def send(
         ),
     ] = False,
     json_: Annotated[
-        bool, typer.Option("--json", help="print the SessionReply as JSON (null with --no-wait)")
+        bool,
+        typer.Option(
+            "--json", help="print the SessionReply as JSON once complete (null with --no-wait)"
+        ),
     ] = False,
+    while_busy: Annotated[
+        str | None,
+        typer.Option(
+            "--while-busy",
+            parser=_while_busy,
+            metavar="[enqueue|reject|interrupt|steer]",
+            help="if the session is answering another message: answer this one after it "
+            "(enqueue), refuse this one (reject), stop that answer and take this one "
+            "(interrupt), or add this one to it (steer); default: the agent's while_busy",
+        ),
+    ] = None,
+    no_stream: _NoStream = False,
 ) -> None:
     """Send one message to an agent's session and print the reply."""
-    run(_send(options, _Target(agent, session, tenant, sender), text, no_wait, json_))
+    streamed = not (no_wait or json_ or no_stream)
+    message = _Message(text, cast(WhileBusy | None, while_busy), streamed)
+    run(_send(options, _Target(agent, session, tenant, sender), message, no_wait, json_))
 
 
 async def _send(
-    options: CommonOptions, target: _Target, text: str, no_wait: bool, as_json: bool
+    options: CommonOptions, target: _Target, message: _Message, no_wait: bool, as_json: bool
 ) -> None:
     _ignore_unread_start_failures()
     session = await _Session.open(options, target)
-    reply = await session.send(text, wait=not no_wait)
+    with LiveText(stdout_console()) as view:
+        reply = await session.send(message, wait=not no_wait, view=view)
     if reply is None:
         print("null" if as_json else f"sent to {session.workflow_id} (not waiting for a reply)")
     elif as_json:
         print(reply.model_dump_json(indent=2))
     else:
-        print(reply.text, flush=True)
+        if not message.streamed:
+            print(reply.text, flush=True)
         status(_summary(session, reply))
 
 
@@ -147,12 +178,13 @@ def chat(
     session: _SessionId,
     tenant: _Tenant = "default",
     sender: _Sender = None,
+    no_stream: _NoStream = False,
 ) -> None:
     """Chat with an agent's session in the terminal."""
-    run(_chat(options, _Target(agent, session, tenant, sender)))
+    run(_chat(options, _Target(agent, session, tenant, sender), streamed=not no_stream))
 
 
-async def _chat(options: CommonOptions, target: _Target) -> None:
+async def _chat(options: CommonOptions, target: _Target, *, streamed: bool) -> None:
     _ignore_unread_start_failures()
     interactive = sys.stdin.isatty()
     session = await _Session.open(options, target)
@@ -177,12 +209,14 @@ async def _chat(options: CommonOptions, target: _Target) -> None:
             status(f"closed session {session.workflow_id}")
             return
         try:
-            reply = await session.send(text)
+            with LiveText(stdout_console(), prefix=f"{session.agent}> ") as view:
+                reply = await session.send(_Message(text, streamed=streamed), view=view)
         except InvalidMessageError as exc:
             status(error_line(exc))
             continue
         assert reply is not None  # sent with wait=True
-        print(f"{session.agent}> {reply.text}", flush=True)
+        if not streamed:
+            print(f"{session.agent}> {reply.text}", flush=True)
     status(f"session {session.workflow_id} stays open; go on with `{session.command()}`")
 
 
@@ -194,6 +228,16 @@ class _Target:
     session_id: str
     tenant: str
     sender: str | None
+
+
+@dataclass(frozen=True)
+class _Message:
+    """A message to send, and how."""
+
+    text: str
+    while_busy: WhileBusy | None = None
+    streamed: bool = False
+    """Show the reply as it is written (the view then ends with the reply's text)."""
 
 
 # -- a session, from the CLI's side -----------------------------------------------
@@ -236,11 +280,14 @@ class _Session:
         tenant = f" --tenant {self.tenant}" if self.tenant != "default" else ""
         return f"smyth chat {self.agent} --session {self.session_id}{tenant}"
 
-    async def send(self, text: str, *, wait: bool = True) -> SessionReply | None:
+    async def send(
+        self, message: _Message, *, wait: bool = True, view: LiveText | None = None
+    ) -> SessionReply | None:
         """Send one message, showing progress on a terminal while the reply is due.
 
         A message that starts the session is watched until a worker takes it: a worker
         on the queue without the agent fails it forever, which ends in an error here.
+        A streamed reply is shown on ``view`` as it is written.
 
         Raises:
             InvalidMessageError: The session refused the message.
@@ -248,20 +295,12 @@ class _Session:
             ClientError: The wait for the reply was cut short by the server.
         """
         check = self.pollers > 0 and not self.running and not await self._is_running()
-        sending = asyncio.create_task(
-            self.agents.send(
-                self.agent,
-                self.session_id,
-                text,
-                tenant=self.tenant,
-                sender=self.sender,
-                wait=wait,
-            )
-        )
-        checking = asyncio.create_task(self._confirm_pickup()) if check else None
-        tasks = [t for t in (sending, checking) if t is not None]
+        tasks: list[asyncio.Task[Any]] = []
         try:
-            async with _waiting(self.agents, self.agent, self.workflow_id, enabled=wait):
+            async with _waiting(self.agents, self.agent, self.workflow_id, enabled=wait) as quiet:
+                sending = asyncio.create_task(self._deliver(message, wait, view, quiet))
+                checking = asyncio.create_task(self._confirm_pickup()) if check else None
+                tasks = [t for t in (sending, checking) if t is not None]
                 if checking is not None:
                     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
                     if checking.done() or not wait or sending.exception() is not None:
@@ -281,6 +320,31 @@ class _Session:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # read every outcome
         self.running = True
+        return reply
+
+    async def _deliver(
+        self, message: _Message, wait: bool, view: LiveText | None, quiet: Callable[[], None]
+    ) -> SessionReply | None:
+        agent, session_id, text = self.agent, self.session_id, message.text
+        tenant, sender, while_busy = self.tenant, self.sender, message.while_busy
+        # Streaming first asks the session where its stream ends, and that query waits
+        # for a worker: with none polling, the message itself would wait for it.
+        if view is None or not message.streamed or self.pollers == 0:
+            reply = await self.agents.send(
+                agent, session_id, text, tenant=tenant, sender=sender, wait=wait,
+                while_busy=while_busy,
+            )  # fmt: skip
+        else:
+            stream = self.agents.send(
+                agent, session_id, text, tenant=tenant, sender=sender, while_busy=while_busy,
+                stream=True,
+            )  # fmt: skip
+            async for chunk in stream:
+                quiet()  # the words themselves show that the agent answers
+                view.add(chunk)
+            reply = stream.reply
+        if view is not None and message.streamed and reply is not None:
+            view.finish(reply.text)  # the reply's text is the truth; chunks a view of it
         return reply
 
     async def close(self) -> None:
@@ -350,26 +414,36 @@ async def _waiting(
     *,
     enabled: bool = True,
     stream: TextIO | None = None,
-) -> AsyncIterator[None]:
+) -> AsyncIterator[Callable[[], None]]:
     """Show ``waiting for AGENT… 3s`` on ``stream`` (stderr) if it is a terminal.
 
     The line appears after ``PROGRESS_DELAY``, says what the agent does when a state
     query tells (thinking, running a tool, awaiting an approval), and is erased at the
-    end. It leaves the cursor at the start of the line, so a status line printed
-    meanwhile overwrites it rather than running on from it.
+    end, or earlier by the function it yields (when the reply starts to show). It
+    leaves the cursor at the start of the line, so a status line printed meanwhile
+    overwrites it rather than running on from it.
     """
     out = stream or sys.stderr
     if not enabled or not out.isatty():
-        yield
+        yield lambda: None
         return
     ticker = asyncio.create_task(_tick(agents, agent, workflow_id, out))
+    stopped = asyncio.Event()
+
+    def stop() -> None:
+        # Once: a second erase would blank the line a streamed reply is on. The ticker
+        # writes only between its awaits, so once cancelled it writes no more.
+        if not stopped.is_set():
+            stopped.set()
+            ticker.cancel()
+            out.write("\r\x1b[K")
+            out.flush()
+
     try:
-        yield
+        yield stop
     finally:
-        ticker.cancel()
+        stop()
         await asyncio.gather(ticker, return_exceptions=True)
-        out.write("\r\x1b[K")
-        out.flush()
 
 
 async def _tick(agents: AgentClient, agent: str, workflow_id: str, out: TextIO) -> None:

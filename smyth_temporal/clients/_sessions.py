@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal, overload
 
 from temporalio.client import (
@@ -121,7 +122,8 @@ class SessionsClient(LiveClient):
         message = SessionMessage(text=text, tenant=tenant, sender=sender, while_busy=while_busy)
         workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
         if stream:
-            return ReplyStream(self, workflow_id, self._deliver(agent, session_id, message))
+            delivery = self._deliver(agent, session_id, message)
+            return ReplyStream(self, workflow_id, delivery, text=text)
         return self._deliver(agent, session_id, message, wait=wait)
 
     async def _deliver(
@@ -216,11 +218,14 @@ class ReplyStream:
         client: LiveClient,
         workflow_id: str,
         delivery: Coroutine[Any, Any, SessionReply | None],
+        *,
+        text: str,
     ) -> None:
         self.workflow_id = workflow_id
         self.reply: SessionReply | None = None
         self._client = client
         self._delivery = delivery
+        self._text = text
 
     async def __aiter__(self) -> AsyncIterator[ReplyChunk]:
         after = await self._end_offset()
@@ -239,7 +244,14 @@ class ReplyStream:
         self, after: int, delivery: asyncio.Task[SessionReply | None]
     ) -> AsyncIterator[ReplyChunk]:
         assembler, streamed = TextAssembler(), set[str]()
+        # Where the stream ended when the message was sent is only a hint (no worker may
+        # answer the query): the reply starts once the session takes this message.
+        taken = False
         async for event in self._until_answered(await self._subscribe(after, delivery), delivery):
+            if isinstance(event, MessageCompleted) and event.message.role == "user":
+                taken = taken or event.message.content == self._text
+            if not taken:
+                continue
             if isinstance(event, TextDelta | TextReset) and event.message_id is not None:
                 before = assembler.text(event.message_id)
                 now = assembler.add(event)
@@ -296,13 +308,19 @@ class ReplyStream:
         """The offset of the session's last event so far (-1: none, or no session yet)."""
         handle = self._client.client.get_workflow_handle(self.workflow_id)
         try:
-            end: int = await handle.query(STREAM_OFFSET_QUERY, result_type=int)
+            end: int = await handle.query(
+                STREAM_OFFSET_QUERY, result_type=int, rpc_timeout=_OFFSET_QUERY_TIMEOUT
+            )
         except (RPCError, WorkflowQueryFailedError):
             return -1
         return end - 1
 
 
 _SESSION_POLL = 0.05
+
+_OFFSET_QUERY_TIMEOUT = timedelta(seconds=2)
+"""How long to ask where the stream ends before reading it from the start (a query
+waits for a worker; with none, the reply cannot start before one comes anyway)."""
 
 
 def _final(event: MessageCompleted, delivery: asyncio.Task[SessionReply | None]) -> bool:
