@@ -178,11 +178,11 @@ class AgentResult(BaseModel):
     steps: int
     """Model turns taken."""
     usage: Usage = Field(default_factory=Usage)
+    """Tokens, requests and tool calls over the run."""
     data: Any = None
     """The final answer as ``AgentConfig.output_type`` (validated in the workflow), for
     agents that have one; ``output`` is its text. Across Temporal it travels as JSON:
     ``AgentClient.run`` and ``AgentWorkflow.delegate`` give it back typed. Added in 0.3.0."""
-    """Tokens, requests and tool calls over the run."""
 
 
 class AgentState(BaseModel):
