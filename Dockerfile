@@ -24,7 +24,8 @@ RUN groupadd --system --gid 10001 smyth \
 
 COPY . /app
 
-RUN pip install --no-cache-dir . \
+# The server extra (FastAPI, uvicorn) lets the same image run the gateway, `smyth serve`.
+RUN pip install --no-cache-dir . ".[server]" \
     && mkdir -p /app/.smyth \
     && chown smyth:smyth /app/.smyth
 

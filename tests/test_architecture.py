@@ -36,12 +36,14 @@ WORKFLOW_SIDE = (
 NOT_IN_WORKFLOWS = (
     "openai",
     "httpx",
+    "mcp",
     "qdrant_client",
     "qdrant_edge",
     "smyth_temporal.activities",
     "smyth_temporal.cli",
     "smyth_temporal.clients",
     "smyth_temporal.demo",
+    "smyth_temporal.mcp",
     "smyth_temporal.memory",
     "smyth_temporal.models",
     "smyth_temporal.plugin",
@@ -53,10 +55,10 @@ NOT_IN_WORKFLOWS = (
 """Modules with I/O (activities, providers, clients) that workflow code must not load."""
 
 LAYERS: list[set[str]] = [
-    {"cli", "demo"},
-    {"clients", "worker", "plugin", "testing", "devserver"},
+    {"cli", "demo", "gateway"},
+    {"clients", "worker", "plugin", "testing", "devserver", "mcp_server"},
     {"agent"},
-    {"context", "activities"},
+    {"context", "activities", "mcp"},
     {"tools", "memory", "models", "storage"},
     {"types", "exceptions", "settings", "_names", "_logging", "_text"},
 ]

@@ -34,7 +34,18 @@ from typing import Annotated
 import typer
 from temporalio.service import RPCError
 
-from smyth_temporal.cli import approvals, demo, dev, memory, runs, schedules, sessions, watch
+from smyth_temporal.cli import (
+    approvals,
+    demo,
+    dev,
+    keys,
+    memory,
+    runs,
+    schedules,
+    serve,
+    sessions,
+    watch,
+)
 from smyth_temporal.cli._common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -59,6 +70,8 @@ for group in (dev, runs, watch, approvals, sessions):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")
+app.add_typer(serve.app)
+app.add_typer(keys.app, name="keys")
 app.add_typer(demo.app)
 
 

@@ -1,0 +1,60 @@
+"""The HTTP gateway: agents over HTTP, with an OpenAI-compatible chat endpoint.
+
+``smyth serve`` runs it; ``create_app`` builds the ASGI app to run any other way. It
+is a thin layer over ``AgentClient``: every route is one or two client calls, and all
+state lives in Temporal, so several replicas behind a load balancer work as one.
+
+- ``_app``: ``create_app``; ``_serve``: ``serve`` (uvicorn);
+- one router per concern: ``_runs``, ``_sessions``, ``_approvals``, ``_memory``
+  (memory and schedules), ``_openai``;
+- identity: ``_keys`` (the key file), ``_identity`` (principals, roles, the brake on
+  failed authentications), ``_auth`` (the FastAPI dependencies);
+- plumbing: ``_gateway`` (what routes share, tenancy checks), ``_problems`` (errors as
+  RFC 9457 problem details), ``_sse`` (Server-Sent Events), ``_limits`` (body size),
+  ``_models`` (request and response bodies).
+
+It needs the ``server`` extra (FastAPI and uvicorn): importing it without them fails
+with the command that installs them.
+
+Added in 0.3.0.
+"""
+
+try:
+    import fastapi  # noqa: F401
+    import uvicorn  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        "smyth_temporal.gateway needs the server extra: pip install 'smyth-temporal[server]'"
+    ) from exc
+
+from smyth_temporal.gateway._app import create_app
+from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
+from smyth_temporal.gateway._identity import Permission, Principal
+from smyth_temporal.gateway._keys import (
+    KEYS_FILE_ENV,
+    ROLES,
+    ApiKey,
+    KeyStore,
+    Role,
+    default_keys_path,
+)
+from smyth_temporal.gateway._problems import Problem
+from smyth_temporal.gateway._serve import DEV_HOST, require_keys, serve
+
+__all__ = [
+    "DEV_HOST",
+    "KEYS_FILE_ENV",
+    "ROLES",
+    "ApiKey",
+    "Gateway",
+    "GatewayOptions",
+    "KeyStore",
+    "Permission",
+    "Principal",
+    "Problem",
+    "Role",
+    "create_app",
+    "default_keys_path",
+    "require_keys",
+    "serve",
+]

@@ -1,0 +1,87 @@
+"""Authentication and roles as FastAPI dependencies.
+
+Every route but ``/healthz`` depends on ``require(permission)``: the caller's key
+(``Authorization: Bearer <key>``, which OpenAI clients send too) gives its tenant and
+role. No key or a bad one: 401; a role without the permission: 403; too many failures
+from one address: 429. Failures are logged (never the key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+from typing import Annotated, NoReturn
+
+import structlog
+from fastapi import Depends, HTTPException, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from smyth_temporal.gateway._gateway import Gateway, gateway_of
+from smyth_temporal.gateway._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
+
+__all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
+
+log = structlog.get_logger("smyth_temporal.gateway")
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="An API key from `smyth keys create`, as `Authorization: Bearer <key>`.",
+)
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+
+
+async def _caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> Principal:
+    gateway: Gateway = gateway_of(request)
+    address = request.client.host if request.client else "unknown"
+    wait = gateway.limiter.retry_after(address)
+    if wait is not None:
+        log.warning("gateway.auth_throttled", client=address, path=request.url.path)
+        raise HTTPException(
+            HTTPStatus.TOO_MANY_REQUESTS,
+            f"too many failed authentications from {address}; try again in {wait:.0f}s",
+            headers={"Retry-After": str(max(1, round(wait)))},
+        )
+    if credentials is None:
+        if gateway.insecure_dev:
+            return DEV_PRINCIPAL
+        _refuse(gateway, address, request, "missing API key: send Authorization: Bearer <key>")
+    key = gateway.keys.authenticate(credentials.credentials) if gateway.keys else None
+    if key is None:
+        _refuse(gateway, address, request, "invalid or revoked API key")
+    return Principal(name=key.name, tenant=key.tenant, role=key.role)
+
+
+def _refuse(gateway: Gateway, address: str, request: Request, reason: str) -> NoReturn:
+    gateway.limiter.failed(address)
+    log.warning("gateway.auth_failed", client=address, path=request.url.path, reason=reason)
+    raise HTTPException(HTTPStatus.UNAUTHORIZED, reason, headers=_CHALLENGE)
+
+
+def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
+    """A dependency that gives the caller if its role grants ``permission`` (else 403)."""
+
+    async def allowed(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
+        if not caller.may(permission):
+            raise HTTPException(
+                HTTPStatus.FORBIDDEN,
+                f"key {caller.name!r} has role {caller.role!r}, which may not "
+                f"{ACTIONS[permission]}",
+            )
+        return caller
+
+    return allowed
+
+
+Reader = Annotated[Principal, Depends(require("read"))]
+"""A caller that may read."""
+Operator = Annotated[Principal, Depends(require("operate"))]
+"""A caller that may start runs, send messages and interrupt."""
+Approver = Annotated[Principal, Depends(require("approve"))]
+"""A caller that may decide approvals."""
+Admin = Annotated[Principal, Depends(require("admin"))]
+"""A caller that may do anything."""

@@ -1,0 +1,121 @@
+"""Agent runs: start, state, result, events (Server-Sent Events) and interrupt."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
+
+from smyth_temporal.gateway._auth import Operator, Reader
+from smyth_temporal.gateway._gateway import GatewayDep, while_connected
+from smyth_temporal.gateway._models import InterruptRequest, RunCreated, StartRequest
+from smyth_temporal.gateway._sse import (
+    SSE_RESPONSES,
+    Lookahead,
+    encode,
+    error_event,
+    event_stream,
+)
+from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState, InterruptOutcome
+from smyth_temporal.types.events import AgentEvent
+
+__all__ = ["EVENTS_SETTLE", "router"]
+
+router = APIRouter(prefix="/v1", tags=["runs"])
+
+EVENTS_SETTLE = 0.5
+"""Seconds an event stream waits for its first event before answering: enough for a
+run without an event stream to be refused with a status, short enough not to hold up
+a reader that resumes at the end of an idle session."""
+
+RunId = Annotated[str, Path(description="the run's workflow id")]
+
+
+@router.post(
+    "/agents/{agent}/runs",
+    status_code=status.HTTP_201_CREATED,
+    summary="Start an agent run",
+)
+async def start_run(
+    agent: str, body: StartRequest, caller: Operator, gateway: GatewayDep, response: Response
+) -> RunCreated:
+    """Start a run of ``agent`` for the caller's tenant; ``Location`` names the run."""
+    name = gateway.agent(agent)
+    handle = await gateway.agents.start(
+        name,
+        AgentInput(
+            prompt=body.prompt,
+            tenant=caller.tenant,
+            session_id=body.session_id,
+            metadata=body.metadata,
+        ),
+    )
+    response.headers["Location"] = f"/v1/runs/{handle.id}"
+    return RunCreated(
+        workflow_id=handle.id, run_id=handle.result_run_id, agent=name, tenant=caller.tenant
+    )
+
+
+@router.get("/runs/{workflow_id}", summary="A run's state")
+async def run_state(workflow_id: RunId, caller: Reader, gateway: GatewayDep) -> AgentState:
+    """The agent's ``AgentState``: status, step, recent messages, usage, approvals."""
+    await gateway.check_owner(caller, workflow_id)
+    return await gateway.agents.state(workflow_id, timeout=gateway.options.worker_timeout)
+
+
+@router.get("/runs/{workflow_id}/result", summary="Wait for a run's result")
+async def run_result(
+    workflow_id: RunId, caller: Reader, gateway: GatewayDep, request: Request
+) -> AgentResult:
+    """Wait for the run to end and return its ``AgentResult`` (409 if it failed)."""
+    await gateway.check_owner(caller, workflow_id)
+    return await while_connected(request, gateway.agents.result(workflow_id))
+
+
+@router.get(
+    "/runs/{workflow_id}/events",
+    summary="Follow a run's events (Server-Sent Events)",
+    response_class=StreamingResponse,
+    responses=SSE_RESPONSES,
+)
+async def run_events(
+    workflow_id: RunId,
+    caller: Reader,
+    gateway: GatewayDep,
+    after: Annotated[int | None, Query(ge=-1, description="the last offset seen")] = None,
+    last_event_id: Annotated[
+        int | None, Header(ge=-1, description="the last offset seen (set by EventSource)")
+    ] = None,
+) -> StreamingResponse:
+    """The run's events as they happen, until the run ends.
+
+    Each event is ``event: <kind>``, ``data: <the AgentEvent as JSON>`` and
+    ``id: <its stream offset>``. To resume after a disconnect, send the last id seen
+    as ``Last-Event-ID`` (browsers' ``EventSource`` does) or ``?after=``: nothing is
+    missed and nothing comes twice. An error after the stream began comes as
+    ``event: error`` with problem details.
+    """
+    await gateway.check_owner(caller, workflow_id)
+    resume = last_event_id if last_event_id is not None else after
+    source: Lookahead[AgentEvent] = Lookahead(gateway.agents.events(workflow_id, after=resume))
+    await source.settle(EVENTS_SETTLE)
+    return event_stream(
+        source,
+        lambda event: encode(event.model_dump_json(), event=event.kind, id=event.offset),
+        idle=gateway.options.ping_interval,
+        on_error=error_event,
+    )
+
+
+@router.post("/runs/{workflow_id}/interrupt", summary="Stop a run's current turn")
+async def interrupt_run(
+    workflow_id: RunId,
+    caller: Operator,
+    gateway: GatewayDep,
+    body: InterruptRequest | None = None,
+) -> InterruptOutcome:
+    """Stop the current turn at its next safe point (409 when nothing runs)."""
+    await gateway.check_owner(caller, workflow_id)
+    reason = body.reason if body is not None else None
+    return await gateway.agents.interrupt(workflow_id, reason=reason, by=caller.name)
