@@ -167,3 +167,16 @@ def flag(test: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
         return test()
 
     return check
+
+
+async def pending_approvals(http: httpx.AsyncClient, keys: Keys) -> list[dict[str, Any]]:
+    """The tenant's pending approvals, once there is at least one."""
+    pending: list[dict[str, Any]] = []
+
+    async def listed() -> bool:
+        answer = await http.get("/v1/approvals", headers=keys.headers("approver"))
+        pending[:] = answer.json()["approvals"]
+        return bool(pending)
+
+    await until(listed, "an approval request listed")
+    return pending

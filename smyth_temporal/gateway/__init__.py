@@ -5,8 +5,9 @@ is a thin layer over ``AgentClient``: every route is one or two client calls, an
 state lives in Temporal, so several replicas behind a load balancer work as one.
 
 - ``_app``: ``create_app``; ``_serve``: ``serve`` (uvicorn);
-- one router per concern: ``_runs``, ``_sessions``, ``_approvals``, ``_memory``
-  (memory and schedules), ``_openai``;
+- one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
+  ``_approvals``, ``_memory`` (memory and schedules), ``_openai``; ``console``: the web
+  console, static pages that call the API from the browser;
 - identity: ``_keys`` (the key file), ``_identity`` (principals, roles, the brake on
   failed authentications), ``_auth`` (the FastAPI dependencies);
 - plumbing: ``_gateway`` (what routes share, tenancy checks), ``_problems`` (errors as

@@ -1,8 +1,8 @@
 """``create_app``: the gateway as an ASGI app, one router per concern.
 
-The routers (``runs``, ``sessions``, ``approvals``, ``memory``, ``openai``) share only
-the ``Gateway`` on ``app.state`` and the auth dependencies, so more can be mounted on
-the same app (a web console, say) without touching them.
+The routers (``runs`` and ``listing``, ``sessions``, ``approvals``, ``memory``,
+``openai``) share only the ``Gateway`` on ``app.state`` and the auth dependencies; the
+web console (``console``) is mounted beside them and only calls them from the browser.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from smyth_temporal.gateway._approvals import router as approvals
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
 from smyth_temporal.gateway._keys import KeyStore
 from smyth_temporal.gateway._limits import BodyLimit
+from smyth_temporal.gateway._listing import router as listing
 from smyth_temporal.gateway._memory import router as memory
 from smyth_temporal.gateway._openai import router as openai_api
 from smyth_temporal.gateway._problems import (
@@ -31,6 +32,7 @@ from smyth_temporal.gateway._problems import (
 )
 from smyth_temporal.gateway._runs import router as runs
 from smyth_temporal.gateway._sessions import router as sessions
+from smyth_temporal.gateway.console import router as console
 
 __all__ = ["create_app"]
 
@@ -111,8 +113,10 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
-    for router in (runs, sessions, approvals, memory, openai_api):
+    for router in (listing, runs, sessions, approvals, memory, openai_api):
         app.include_router(router)
+    if options.console:
+        app.include_router(console)
 
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
 

@@ -57,6 +57,8 @@ class GatewayOptions:
     """Failed authentications a client address may make in a row."""
     auth_refill_per_second: float = 0.2
     """How fast a client address earns back a failed attempt (one every 5 s)."""
+    console: bool = True
+    """Serve the web console under ``/console/`` (its pages hold no data)."""
 
 
 @dataclass
@@ -115,8 +117,7 @@ class Gateway:
             raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
 
     async def _tenant(self, workflow_id: str) -> str | None:
-        client = self.agents.client
-        handle = client.get_workflow_handle(workflow_id)
+        handle = self.agents.client.get_workflow_handle(workflow_id)
         try:
             description = await handle.describe()
         except RPCError as exc:
@@ -126,12 +127,21 @@ class Gateway:
         info = description.raw_description.workflow_execution_info
         # A chain of runs (continue-as-new) keeps its first run id; workflow ids may
         # be used again by later chains, possibly of another tenant.
-        chain = info.first_run_id or description.run_id
+        return await self.chain_tenant(
+            workflow_id, description.run_id, info.first_run_id or description.run_id
+        )
+
+    async def chain_tenant(self, workflow_id: str, run_id: str, chain: str) -> str | None:
+        """The tenant of the run ``run_id`` of ``workflow_id``, whose chain began with ``chain``.
+
+        Read from the run's input once per chain, then remembered (a chain never
+        changes tenant). ``None``: not an agent run.
+        """
         if chain in self._tenants:
             self._tenants.move_to_end(chain)
             return self._tenants[chain]
         tenant = await self._input_tenant(
-            client.get_workflow_handle(workflow_id, run_id=description.run_id)
+            self.agents.client.get_workflow_handle(workflow_id, run_id=run_id)
         )
         if tenant is not None:
             self._tenants[chain] = tenant

@@ -6,6 +6,7 @@ never silently ignored, because both come from the caller's key.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -24,6 +25,8 @@ __all__ = [
     "MessageAccepted",
     "MessageRequest",
     "RunCreated",
+    "RunList",
+    "RunSummary",
     "ScheduleList",
     "StartRequest",
 ]
@@ -141,3 +144,28 @@ class ScheduleList(BaseModel):
     """The caller's tenant's agent schedules, by id."""
 
     schedules: list[ScheduleSummary]
+
+
+class RunSummary(BaseModel):
+    """One agent run of the caller's tenant, as Temporal's visibility lists it."""
+
+    workflow_id: str
+    """Names the run in every other route."""
+    agent: str
+    """The agent's workflow type name."""
+    status: str
+    """Temporal's status of the run: ``running``, ``completed``, ``failed``, ..."""
+    agent_status: str | None = None
+    """The agent's own status (``awaiting_approval``, ...) where it publishes it."""
+    pending_approvals: int = 0
+    """Approval requests waiting for a decision."""
+    started_at: datetime | None = None
+    """When the run started."""
+    closed_at: datetime | None = None
+    """When the run ended, if it has."""
+
+
+class RunList(BaseModel):
+    """The caller's tenant's most recent agent runs, newest first."""
+
+    runs: list[RunSummary]
