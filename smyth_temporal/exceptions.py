@@ -12,6 +12,7 @@ SmythError
 │   ├── AgentInterruptedError    an interrupt stopped the turn (think/act raise it)
 │   ├── ToolCallError            a tool call failed; the model is told (the run goes on)
 │   │   └── ToolArgumentsError   the model's arguments do not fit the tool's schema
+│   ├── MCPServerError           an MCP server could not be reached, or broke the protocol
 │   └── MemoryNotFoundError      no memory with that id in the caller's scope
 └── ClientError                  raised by AgentClient and the CLI
     ├── ServerUnavailableError   no Temporal server answers at the address
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidDecisionError",
     "InvalidInterruptError",
     "InvalidMessageError",
+    "MCPServerError",
     "MemoryNotFoundError",
     "ModelError",
     "ModelHTTPError",
@@ -153,6 +155,17 @@ class ToolArgumentsError(ToolCallError, ValueError):
     """The model's arguments for a tool are not valid JSON or do not fit its schema.
 
     Also a ``ValueError``, as it was before 0.3.0.
+    """
+
+
+class MCPServerError(RunError):
+    """An MCP server could not be reached, failed, or answered outside the protocol.
+
+    Raised on the worker (and carried as an ``ApplicationError`` of this type, retryable
+    or not as the failure allows); a tool call that still fails is reported to the
+    model, while a server whose tools cannot be listed fails the run.
+
+    Added in 0.3.0.
     """
 
 

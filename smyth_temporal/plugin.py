@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.plugin import SimplePlugin
-from temporalio.worker import WorkerConfig, WorkflowRunner
+from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from smyth_temporal.activities.memory import MemoryActivities
@@ -19,12 +20,15 @@ from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.exceptions import RunError, UserError
+from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
 from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
+
+if TYPE_CHECKING:
+    from smyth_temporal.mcp import MCPConnections, MCPServerConfig
 
 __all__ = [
     "DEFAULT_STICKY_QUEUE_TIMEOUT",
@@ -95,7 +99,8 @@ class SmythPlugin(SimplePlugin):
     worker = Worker(client, task_queue="smyth-agents", workflows=[MarketAnalyst])
     ```
 
-    Added in 0.1.0. Changed in 0.2.0: ``payload_storage``.
+    Added in 0.1.0. Changed in 0.2.0: ``payload_storage``. Changed in 0.3.0:
+    ``mcp_servers``.
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class SmythPlugin(SimplePlugin):
         memory: MemoryManager | None = None,
         sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
         payload_storage: ExternalStorage | _Default | None = _DEFAULT,
+        mcp_servers: Mapping[str, MCPServerConfig] | None = None,
     ) -> None:
         """Create the plugin.
 
@@ -128,6 +134,11 @@ class SmythPlugin(SimplePlugin):
                 ``default_payload_storage()``, a content-addressed file store under
                 ``.smyth/payloads`` configured by ``SMYTH_PAYLOAD_*``; ``None``: every
                 payload stays in history. Clients and workers must agree on it.
+            mcp_servers: The MCP servers agents may name (``AgentConfig.mcp_servers``),
+                by name: ``StdioServer`` or ``HttpServer`` from ``smyth_temporal.mcp``.
+                A worker opens them all before it polls (and fails naming one it
+                cannot reach), serves their ``list_tools``/``call_tool`` activities,
+                and closes them when it stops. Needs the ``mcp`` extra.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         converter: DataConverter = pydantic_data_converter
@@ -143,6 +154,11 @@ class SmythPlugin(SimplePlugin):
         self._tools = tuple(tools)
         self._memory = memory
         self._sticky_queue_timeout = sticky_queue_timeout
+        self._mcp: MCPConnections | None = None
+        if mcp_servers:
+            from smyth_temporal.mcp import MCPConnections
+
+            self._mcp = MCPConnections(mcp_servers)
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Add the agents' activities and tune the worker for crash recovery."""
@@ -155,6 +171,7 @@ class SmythPlugin(SimplePlugin):
         tools = [t for agent in agents for t in agent.config.tools] + list(self._tools)
         activities: list[Callable[..., Any]] = list(config.get("activities") or ())
         activities += tool_activities(tools)
+        activities += self._mcp_activities(agents)
         activities.append(ModelActivities(self._provider()).complete)
         serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
         # Agents that compact their context archive the compacted turns to memory, so
@@ -174,6 +191,47 @@ class SmythPlugin(SimplePlugin):
         ):
             config["sticky_queue_schedule_to_start_timeout"] = self._sticky_queue_timeout
         return config
+
+    async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
+        """Open the MCP servers before the worker polls, close them after it stops.
+
+        Raises:
+            ConfigurationError: An MCP server cannot be reached (the message names it).
+        """
+        if self._mcp is None:
+            await super().run_worker(worker, next)
+            return
+        try:
+            await self._mcp.acquire()
+        except ConfigurationError:
+            # Let the worker start and stop at once: a worker whose run never started
+            # would wait forever for its shutdown (in `async with worker`).
+            stopping = asyncio.create_task(worker.shutdown())
+            await super().run_worker(worker, next)
+            await stopping
+            raise
+        try:
+            await super().run_worker(worker, next)
+        finally:
+            await self._mcp.release()
+
+    def _mcp_activities(self, agents: Sequence[type[AgentWorkflow]]) -> list[Callable[..., Any]]:
+        """The MCP activities, after checking that every server an agent names is here."""
+        known = self._mcp.names if self._mcp is not None else []
+        for agent in agents:
+            missing = [s for s in agent.config.mcp_servers if s not in known]
+            if missing:
+                have = ", ".join(known) or "none"
+                raise ConfigurationError(
+                    f"{agent.__name__} names MCP servers {missing} that this worker does not "
+                    f"have (it has: {have}); add them with SmythPlugin(mcp_servers=...) or "
+                    "smyth worker --mcp NAME=COMMAND|URL"
+                )
+        if self._mcp is None:
+            return []
+        from smyth_temporal.mcp import MCPActivities
+
+        return MCPActivities(self._mcp).all()
 
     def _memory_manager(self) -> MemoryManager:
         if self._memory is None:

@@ -36,6 +36,7 @@ from smyth_temporal._names import workflow_type_name
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.clients._base import connect_client, pollers
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
+from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
@@ -186,6 +187,7 @@ async def run_worker(
     ready: Callable[[], None] | None = None,
     stop: asyncio.Event | None = None,
     graceful_shutdown_timeout: timedelta = DEFAULT_GRACEFUL_SHUTDOWN,
+    mcp_servers: Mapping[str, MCPServerConfig] | None = None,
 ) -> None:
     """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
 
@@ -203,18 +205,22 @@ async def run_worker(
         ready: Called once, when the worker polls.
         stop: Stops the worker when set (for embedding; signals stop it too).
         graceful_shutdown_timeout: See ``DEFAULT_GRACEFUL_SHUTDOWN``.
+        mcp_servers: The MCP servers the agents may name (see ``SmythPlugin``); the
+            worker opens them before it polls.
 
     Raises:
         ServerUnavailableError: Nothing answers at ``settings.address``.
         KeyboardInterrupt: After the graceful shutdown, when SIGINT stopped the worker
             (so that a CLI exits as an interrupted program does).
+        ConfigurationError: An MCP server cannot be reached (the message names it).
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``.
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
     names = [_agent_type(agent) for agent in agents]
-    client = await connect_client(settings, plugins=[SmythPlugin(model=model)])
+    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers)
+    client = await connect_client(settings, plugins=[plugin])
     await _check_namespace(client, settings)
     options: dict[str, Any] = {}
     if max_cached_workflows is not None:

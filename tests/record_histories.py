@@ -46,6 +46,8 @@ from smyth_temporal.testing import (
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.context_agents import Concierge, Digest, Relay
+from tests.mcp_agents import Clock
+from tests.mcp_servers import time_server
 from tests.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -160,7 +162,11 @@ LONG_RUN_SCENARIOS = ("digest_compacted", "relay_last_run", "concierge_session")
 """Runs of the weeks-long machinery: compaction with its archive, the last run of a
 continue-as-new chain (it starts from a checkpoint), and a session's messages."""
 
-SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, STREAMED_SCENARIO, *LONG_RUN_SCENARIOS)
+MCP_SCENARIO = "clock_mcp"
+"""Clock on ``mcp-server-time``: the recorded tool list (0.3.0), then two read-only MCP
+calls scheduled together."""
+
+SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, STREAMED_SCENARIO, *LONG_RUN_SCENARIOS, MCP_SCENARIO)
 
 
 async def record_scripted(client: Client, scenario: str) -> str:
@@ -262,6 +268,26 @@ async def record_session(client: Client, scenario: str) -> str:
     return (await client.get_workflow_handle(session).fetch_history()).to_json()
 
 
+async def record_mcp(client: Client, scenario: str) -> str:
+    """Two time questions in one turn, answered by the real ``mcp-server-time``."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    turn = [
+        tool_call("get_current_time", timezone="Europe/Paris"),
+        tool_call(
+            "convert_time", source_timezone="UTC", time="12:00", target_timezone="Asia/Tokyo"
+        ),
+    ]
+    model = ScriptedModel([turn, tool_results])
+    servers = {"time": time_server()}
+    async with agent_worker(client, Clock, model=model, task_queue=task_queue, mcp_servers=servers):
+        handle = await agents.start(
+            Clock, "Paris now, and noon UTC in Tokyo?", id=workflow_id(scenario)
+        )
+        await agents.result(handle.id)
+    return (await handle.fetch_history()).to_json()
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
@@ -269,6 +295,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     "relay_last_run": record_relay,
     "concierge_session": record_session,
     STREAMED_SCENARIO: record_streamed,
+    MCP_SCENARIO: record_mcp,
 }
 
 

@@ -33,6 +33,7 @@ from temporalio.workflow import NondeterminismError
 from smyth_temporal import AgentInput, AgentResult, Message, SmythPlugin, Tool, ToolCall
 from tests.agents import Analyst, Rater, Summarizer
 from tests.context_agents import Concierge, Digest, Relay
+from tests.mcp_agents import Clock
 
 # The workflows below are defined here, so the sandbox re-imports this module; the
 # recorder's worker-side imports (the Qdrant Edge store) are passed through as is.
@@ -62,9 +63,8 @@ async def test_history_replays(path: Path) -> None:
     events = json.loads(path.read_text())["events"]
     assert events[-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
 
-    result = await replayer(Analyst, Summarizer, Digest, Relay, Concierge, Rater).replay_workflow(
-        load(path)
-    )
+    agents = (Analyst, Summarizer, Digest, Relay, Concierge, Rater, Clock)
+    result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None
 
 
@@ -132,9 +132,24 @@ class StrictRater(Rater):
         return await self.run_agent(input)
 
 
+@workflow.defn(name="Clock")
+class SequentialClock(Clock):
+    """Lists its MCP tools, then asks the time server one question after the other."""
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+    async def act(self, calls: Sequence[ToolCall]) -> list[Message]:
+        results = [await self.call_tool(call) for call in calls]
+        self.conversation.add(*results)
+        return results
+
+
 @pytest.mark.parametrize(
     ("agent", "scenario"),
     [
+        (SequentialClock, "clock_mcp"),
         (StrictRater, "rater_typed_output"),
         (UncompactedDigest, "digest_compacted"),
         (SequentialAnalyst, "analyst_concurrent_reads"),

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from tests.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
 from tests.approval_agents import Trader
+from tests.mcp_agents import Scribe
 
 READY = "READY"
 
@@ -100,7 +101,7 @@ class RecoveryProbe(AgentWorkflow):
         return await self.run_agent(input)
 
 
-WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader)
+WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader, Scribe)
 
 # -- scripts ---------------------------------------------------------------------------
 
@@ -159,6 +160,16 @@ SCRIPTS: dict[str, Script] = {
         for seconds in PROBE_HEARTBEATS
     },
     "echo": Script([reply("done")]),
+    # Scribe (MCP, the stdio ledger server): a write, then a slow one in flight at the
+    # kill, then another write.
+    "crash-mcp": Script(
+        [
+            tool_call("write", text="before"),
+            tool_call("slow_write", text="in flight", seconds=SLOW_TOOL_SECONDS),
+            tool_call("write", text="after"),
+            tool_results,
+        ]
+    ),
     # Trader: a quote, then a sale that waits for a person's decision.
     "approval-sell": Script(
         [
@@ -232,7 +243,16 @@ async def serve(args: argparse.Namespace) -> None:
         if args.sticky_queue_timeout is not None
         else DEFAULT_STICKY_QUEUE_TIMEOUT
     )
-    plugin = SmythPlugin(model=LedgerModel(SCRIPTS[args.script]), sticky_queue_timeout=sticky)
+    mcp_servers = None
+    if args.script.endswith("-mcp"):
+        from tests.mcp_servers import ledger_server
+
+        mcp_servers = {"ledger": ledger_server(Path(args.ledger))}
+    plugin = SmythPlugin(
+        model=LedgerModel(SCRIPTS[args.script]),
+        sticky_queue_timeout=sticky,
+        mcp_servers=mcp_servers,
+    )
     client = await Client.connect(args.address, namespace=args.namespace, plugins=[plugin])
     identity = f"worker-process-{os.getpid()}"
     stop = asyncio.Event()

@@ -8,16 +8,46 @@ histories pin, easy to audit.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.mcp import (
+    MCPCallOutcome,
+    MCPCallRequest,
+    MCPListRequest,
+    MCPToolList,
+    mcp_activity_name,
+)
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
-__all__ = ["call_memory", "call_model", "call_tool_activity", "start_model"]
+__all__ = [
+    "MCP_LIST_RETRY",
+    "MCP_LIST_TIMEOUT",
+    "call_mcp_tool",
+    "call_memory",
+    "call_model",
+    "call_tool_activity",
+    "list_mcp_tools",
+    "start_model",
+]
+
+MCP_LIST_TIMEOUT = timedelta(minutes=1)
+"""How long one attempt at listing a server's tools may take (connecting included)."""
+
+MCP_LIST_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=15),
+    maximum_attempts=6,
+)
+"""Listing a server that is down is retried for about half a minute, then the run fails
+naming the server: an agent without the tools it was given would answer wrongly."""
 
 _R = TypeVar("_R")
 
@@ -72,3 +102,31 @@ async def call_memory(
         summary=summary,
     )
     return result
+
+
+async def list_mcp_tools(request: MCPListRequest, heartbeat_timeout: timedelta) -> MCPToolList:
+    """List one MCP server's tools (every page) through its ``list_tools`` activity."""
+    listed: MCPToolList = await workflow.execute_activity(
+        mcp_activity_name(request.server, "list_tools"),
+        request,
+        result_type=MCPToolList,
+        start_to_close_timeout=MCP_LIST_TIMEOUT,
+        heartbeat_timeout=heartbeat_timeout,
+        retry_policy=MCP_LIST_RETRY,
+        summary=f"list the tools of MCP server {request.server}",
+    )
+    return listed
+
+
+async def call_mcp_tool(spec: Tool, request: MCPCallRequest) -> MCPCallOutcome:
+    """Run one MCP tool call through its server's ``call_tool`` activity."""
+    outcome: MCPCallOutcome = await workflow.execute_activity(
+        spec.activity_name,
+        request,
+        result_type=MCPCallOutcome,
+        start_to_close_timeout=spec.timeout,
+        heartbeat_timeout=spec.heartbeat_timeout,
+        retry_policy=spec.retry,
+        summary=f"{spec.name} on {request.server} (step {request.invocation.step})",
+    )
+    return outcome

@@ -51,8 +51,10 @@ class Approvals:
         clock: The current time (``workflow.now`` in a workflow; a fixed clock in
             unit tests).
         interrupted: Whether an interrupt waits (it ends a wait in a rejection).
+        find: The tool the agent has under a name now, to check edited arguments
+            (default: ``config.tool``; the agent adds its MCP tools).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.3.0: ``find``.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Approvals:
         on_change: Callable[[], None] = lambda: None,
         clock: Callable[[], datetime] = workflow.now,
         interrupted: Callable[[], bool] = lambda: False,
+        find: Callable[[str], Tool | None] | None = None,
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
@@ -73,6 +76,7 @@ class Approvals:
         self._on_change = on_change
         self._clock = clock
         self._interrupted = interrupted
+        self._find = find or config.tool
 
     @property
     def pending(self) -> list[ApprovalRequest]:
@@ -208,7 +212,7 @@ class Approvals:
 
     def _validate_edit(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         # Edited arguments must fit the tool as configured now (not as offered this turn).
-        spec = self._config.tool(tool)
+        spec = self._find(tool)
         if spec is None:
             raise ValueError(f"the agent no longer has tool '{tool}'")
         return spec.validate_arguments(arguments)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -12,9 +13,9 @@ from temporalio.common import RetryPolicy
 from smyth_temporal.agent.output import OutputType
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError, UserError
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._tool import DEFAULT_TOOL_TIMEOUT, ApprovalPolicy, Tool
 from smyth_temporal.types.sessions import WhileBusy
-from smyth_temporal.types.tools import OnTimeout
+from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
@@ -69,6 +70,9 @@ DEFAULT_SUMMARY_RETRY = RetryPolicy(
 
 DEFAULT_TRANSCRIPT_NAMESPACE = "transcripts"
 """Where an agent without ``memory_namespace`` archives the messages it compacts."""
+
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EFFECTS: tuple[ToolEffect, ...] = ("read_only", "idempotent", "side_effect")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +160,25 @@ class AgentConfig:
     while_busy: WhileBusy = "enqueue"
     """What a session does with a message that arrives while it answers another one,
     unless the message says (see ``WhileBusy``). Added in 0.3.0."""
+    mcp_servers: Sequence[str] = ()
+    """MCP servers whose tools the model may call, by the names the worker gives them
+    (``SmythPlugin(mcp_servers=...)``, ``smyth worker --mcp NAME=...``): commands, URLs
+    and credentials stay on the worker. Each server's tools are listed once per run and
+    recorded. Added in 0.3.0."""
+    mcp_allow: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Per server, the only tools the model sees (``fnmatch`` patterns over the server's
+    tool names); a server not named here offers all its tools."""
+    mcp_deny: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Per server, tools the model never sees (patterns; applied after ``mcp_allow``)."""
+    mcp_approval: Mapping[str, ApprovalPolicy] = field(default_factory=dict)
+    """Approval rules of MCP tools, by tool name (``git_commit``) or ``server.tool``:
+    ``True``, ``False`` or a predicate over the arguments. They win over what the
+    annotations imply (a destructive tool needs an approval by default)."""
+    mcp_effects: Mapping[str, ToolEffect] = field(default_factory=dict)
+    """Effect classes of MCP tools, by name or ``server.tool``, winning over the
+    annotations (for a server that gives none, say)."""
+    mcp_timeout: timedelta = DEFAULT_TOOL_TIMEOUT
+    """Start-to-close timeout of one MCP tool call attempt."""
     search_attributes: bool = True
     """Publish ``SmythStatus`` and ``SmythPendingApprovals`` while approvals are involved,
     so waiting agents can be listed across runs (the cluster must have them registered;
@@ -194,6 +217,7 @@ class AgentConfig:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigurationError(f"AgentConfig.tools has duplicate names: {duplicates}")
+        self._check_mcp()
         if self.memory_namespace is not None and self.memory_tools:
             clash = sorted({"remember", "recall"} & set(names))
             if clash:
@@ -201,6 +225,31 @@ class AgentConfig:
                     f"tools {clash} clash with the built-in memory tools; "
                     "rename them or set memory_tools=False"
                 )
+
+    def _check_mcp(self) -> None:
+        servers = list(self.mcp_servers)
+        if isinstance(self.mcp_servers, str):
+            raise ConfigurationError("AgentConfig.mcp_servers takes a list of server names")
+        bad = [s for s in servers if not isinstance(s, str) or not _SERVER_NAME.match(s)]
+        if bad:
+            raise ConfigurationError(
+                f"AgentConfig.mcp_servers: {bad} are not server names "
+                "(1-64 letters, digits, '_' or '-')"
+            )
+        duplicates = sorted({s for s in servers if servers.count(s) > 1})
+        if duplicates:
+            raise ConfigurationError(f"AgentConfig.mcp_servers names {duplicates} twice")
+        for option in ("mcp_allow", "mcp_deny"):
+            strays = sorted(set(getattr(self, option)) - set(servers))
+            if strays:
+                raise ConfigurationError(
+                    f"AgentConfig.{option} names servers {strays} that are not in mcp_servers"
+                )
+        effects = {k: v for k, v in self.mcp_effects.items() if v not in _EFFECTS}
+        if effects:
+            raise ConfigurationError(
+                f"AgentConfig.mcp_effects: {effects} must be one of {list(_EFFECTS)}"
+            )
 
     @property
     def output(self) -> OutputType | None:

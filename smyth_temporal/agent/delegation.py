@@ -95,18 +95,21 @@ class Delegation:
         agent: Any,
         task: AgentInput | str,
         *,
-        own_tools: Sequence[str],
+        own_tools: Sequence[Tool],
         tools: Sequence[str | Tool] | None = None,
         max_steps: int | None = None,
         max_tokens: int | None = None,
     ) -> AgentResult:
         """Run a sub-agent to completion; see ``AgentWorkflow.delegate``.
 
-        A child class with an ``output_type`` gives its ``data`` back as that type.
+        ``own_tools`` are the parent's tools; the child's limits name them by
+        ``qualified_name``, so an MCP tool is the same tool in both whatever name each
+        offers it under. A child class with an ``output_type`` gives its ``data`` back
+        as that type.
         """
         parent = self._input()
-        own = set(own_tools)
-        wanted = own if tools is None else {t if isinstance(t, str) else t.name for t in tools}
+        own = {t.qualified_name for t in own_tools}
+        wanted = own if tools is None else {_qualified(t, own_tools) for t in tools}
         if max_tokens is None and parent.limits and parent.limits.max_tokens:
             used = self._conversation.usage.total_tokens
             max_tokens = max(parent.limits.max_tokens - used, 1)
@@ -156,3 +159,11 @@ class Delegation:
             return f"[{result.status}, {result.steps} steps] {result.output}"
 
         return run_tool
+
+
+def _qualified(wanted: str | Tool, own: Sequence[Tool]) -> str:
+    """The qualified name of a tool a parent names (by name, qualified name or object)."""
+    if isinstance(wanted, Tool):
+        return wanted.qualified_name
+    found = next((t for t in own if wanted in (t.name, t.qualified_name)), None)
+    return found.qualified_name if found is not None else wanted

@@ -1,8 +1,8 @@
 """Running a tool call: one path for every tool, whatever runs it.
 
 Workflow code. ``ToolRunner.call`` takes a call through the same four stages for
-``@tool`` functions, the built-in tools (``remember``, ``recall``, ``delegate``) and,
-next, MCP tools:
+``@tool`` functions, the built-in tools (``remember``, ``recall``, ``delegate``) and
+MCP tools (``agent.mcp``):
 
 1. validate: the tool exists and the arguments fit its schema;
 2. gate: a call that needs a person's approval waits for the decision;
@@ -18,7 +18,8 @@ itself; only a policy that fails the run (an expired approval with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from temporalio import workflow
@@ -31,12 +32,13 @@ from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
+from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
 
-__all__ = ["ToolRunner"]
+__all__ = ["ToolRunner", "failed", "limited"]
 
 
 class ToolRunner:
@@ -185,26 +187,49 @@ class ToolRunner:
         self._conversation.publish(finished)
         return Message.tool_result(call, content, step=self._conversation.step)
 
-    async def _run_activity(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
-        info = workflow.info()
-        step = self._conversation.step
-        invocation = ToolInvocation(
+    def invocation(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> ToolInvocation:
+        """What an activity that runs ``call`` is handed (validated arguments, key, step)."""
+        return ToolInvocation(
             tool=spec.name,
             call_id=call.id,
             arguments=arguments,
             idempotency_key=self.idempotency_key(call),
-            agent=info.workflow_type,
-            step=step,
+            agent=workflow.info().workflow_type,
+            step=self._conversation.step,
             tenant=self._tenant(),
         )
+
+    @contextlib.contextmanager
+    def in_flight(self, call: ToolCall) -> Iterator[None]:
+        """Show ``call`` in ``AgentState.pending_tool_calls`` while the block runs."""
         self._conversation.pending[call.id] = call
         try:
-            outcome = await call_tool_activity(spec, invocation)
-        except ActivityError as exc:
-            raise ToolCallError(f"tool '{call.name}' failed: {exc.cause or exc}") from exc
+            yield
         finally:
             del self._conversation.pending[call.id]
+
+    async def _run_activity(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+        invocation = self.invocation(spec, call, arguments)
+        with self.in_flight(call):
+            try:
+                outcome = await call_tool_activity(spec, invocation)
+            except ActivityError as exc:
+                raise failed(call, exc) from exc
         return outcome.content
+
+
+def failed(call: ToolCall, exc: ActivityError) -> ToolCallError:
+    """The error reporting a tool activity that still failed after its retries."""
+    return ToolCallError(f"tool '{call.name}' failed: {exc.cause or exc}")
+
+
+def limited(tools: Sequence[Tool], input: AgentInput | None) -> list[Tool]:
+    """The tools a parent's ``AgentLimits`` (``input.limits``) leave a sub-agent."""
+    limits = input.limits if input is not None else None
+    if limits is None or limits.tools is None:
+        return list(tools)
+    allowed = set(limits.tools)
+    return [t for t in tools if t.qualified_name in allowed]
 
 
 async def _concurrently(

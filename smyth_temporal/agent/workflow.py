@@ -35,10 +35,11 @@ from smyth_temporal.agent.events import EventLog, carried_stream
 from smyth_temporal.agent.interrupts import Interrupts
 from smyth_temporal.agent.lifecycle import Lifecycle
 from smyth_temporal.agent.loop import Loop
+from smyth_temporal.agent.mcp import MCP_EXECUTOR, MCPTools
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
 from smyth_temporal.agent.output import Settled, TypedOutput
 from smyth_temporal.agent.sessions import Inbox
-from smyth_temporal.agent.tooling import ToolRunner
+from smyth_temporal.agent.tooling import ToolRunner, limited
 from smyth_temporal.agent.visibility import publish_approvals
 from smyth_temporal.context import (
     DEFAULT_SUMMARY_INSTRUCTIONS,
@@ -127,8 +128,10 @@ class AgentWorkflow:
             self._log,
             on_change=self._publish_approvals,
             interrupted=interrupts.requested,
+            find=lambda name: config.tool(name) or self._mcp.find(name),
         )
         """Every approval request of the run and its decision."""
+        self._mcp = MCPTools(config, self._log, lambda: self._tools)
         self._inbox = Inbox(self._log, while_busy=config.while_busy, interrupt=interrupts.request)
         self._memory = AgentMemory(config, self.conversation, lambda: self.input)
         self._delegation = Delegation(
@@ -154,6 +157,7 @@ class AgentWorkflow:
             executors={
                 MEMORY_EXECUTOR: self._memory.executor(self.recall, self.remember),
                 DELEGATE_EXECUTOR: self._delegation.executor(self.delegate),
+                MCP_EXECUTOR: self._mcp.run,
                 **self.tool_executors(),
             },
             interrupted=interrupts.requested,
@@ -326,21 +330,19 @@ class AgentWorkflow:
 
     @property
     def tools(self) -> list[Tool]:
-        """The tools the model is offered: ``config.tools`` and the built-ins.
+        """The tools offered: ``config.tools``, built-ins, MCP tools (listed at the first think).
 
         A sub-agent keeps only those its parent allowed (``AgentLimits.tools``).
         """
-        offered = [*self.config.tools, *self._memory.tools(), *self._delegation.tools()]
-        limits = self._input.limits if self._input else None
-        if limits is not None and limits.tools is not None:
-            offered = [t for t in offered if t.name in limits.tools]
-        return offered
+        local = [*self.config.tools, *self._memory.tools(), *self._delegation.tools()]
+        return limited([*local, *self._mcp.tools(local)], self._input)
 
     async def think(self, *, tools: Sequence[Tool] | None = None) -> Message:
         """Take one model turn (compacting first if needed); append and return its message.
 
         The message's ``tool_calls`` are not run yet (see ``act``).
         """
+        await self._mcp.load()  # once per run: the recorded MCP tool lists
         offered = self.tools if tools is None else tools
         await self.compact()
         return await self._loop.turn(self.prompt(), offered)
@@ -468,8 +470,7 @@ class AgentWorkflow:
         Raises:
             temporalio.exceptions.ChildWorkflowError: The child failed.
         """
-        own = [t.name for t in self.tools]
-        return await self._delegation.run(agent, task, own_tools=own, **bounds)
+        return await self._delegation.run(agent, task, own_tools=self.tools, **bounds)
 
     # -- building blocks: the run lifecycle ------------------------------------------
 

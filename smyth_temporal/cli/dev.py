@@ -29,6 +29,7 @@ from smyth_temporal.devserver import (
     split_address,
 )
 from smyth_temporal.exceptions import ClientError
+from smyth_temporal.mcp import parse_server
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,
@@ -170,13 +171,27 @@ def worker(
             help="runs kept in memory between steps (default: temporalio's, 1000)",
         ),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            metavar="NAME=COMMAND|URL",
+            help="an MCP server the agents may name (AgentConfig.mcp_servers): a command run "
+            "over stdio, e.g. git='uvx mcp-server-git', or a streamable-HTTP URL; repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Serve agent classes."""
     settings = options.settings()
     classes = load_agents(agents)
     provider = load_model_provider(model)
+    servers = dict(parse_server(spec) for spec in mcp or ())
     run(
         run_worker(
-            classes, settings=settings, model=provider, max_cached_workflows=max_cached_workflows
+            classes,
+            settings=settings,
+            model=provider,
+            max_cached_workflows=max_cached_workflows,
+            mcp_servers=servers,
         )
     )

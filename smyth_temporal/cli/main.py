@@ -39,6 +39,7 @@ from smyth_temporal.cli import (
     demo,
     dev,
     keys,
+    mcp,
     memory,
     runs,
     schedules,
@@ -72,6 +73,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")
 app.add_typer(serve.app)
 app.add_typer(keys.app, name="keys")
+app.add_typer(mcp.app, name="mcp")
 app.add_typer(demo.app)
 
 

@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.devserver import find_binary, register_search_attributes
+from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
@@ -82,18 +83,20 @@ def agent_worker(
     task_queue: str,
     tools: Sequence[Tool] = (),
     memory: MemoryManager | None = None,
+    mcp_servers: Mapping[str, MCPServerConfig] | None = None,
     **options: Any,
 ) -> Worker:
     """A worker for ``agents`` that answers model calls with ``model``.
 
     It shares ``client``'s connection but carries its own ``SmythPlugin``, so the
-    client used to start agents needs no model provider.
+    client used to start agents needs no model provider. ``mcp_servers`` are the MCP
+    servers its agents may name (see ``SmythPlugin``).
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``.
     """
     worker_client = Client(
         client.service_client,
         namespace=client.namespace,
-        plugins=[SmythPlugin(model=model, tools=tools, memory=memory)],
+        plugins=[SmythPlugin(model=model, tools=tools, memory=memory, mcp_servers=mcp_servers)],
     )
     return Worker(worker_client, task_queue=task_queue, workflows=list(agents), **options)

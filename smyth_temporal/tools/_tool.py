@@ -12,7 +12,7 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, cast, get_type_hints, overload
@@ -160,16 +160,29 @@ class Tool:
             else:
                 parsed = self.arguments_model.model_validate(dict(raw))
         except pydantic.ValidationError as exc:
-            problems = "; ".join(
+            problems = [
                 f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
                 for err in exc.errors(include_url=False)
-            )
-            raise ToolArgumentsError(
-                f"Invalid arguments for tool '{self.name}': {problems}. "
-                "Expected a JSON object matching: "
-                + json.dumps(self.schema()["function"]["parameters"])
-            ) from None
+            ]
+            raise self.arguments_error(problems) from None
         return parsed.model_dump(mode="json")
+
+    def arguments_error(self, problems: Sequence[str]) -> ToolArgumentsError:
+        """The error that tells the model what is wrong with its arguments, and the schema."""
+        return ToolArgumentsError(
+            f"Invalid arguments for tool '{self.name}': {'; '.join(problems)}. "
+            "Expected a JSON object matching: "
+            + json.dumps(self.schema()["function"]["parameters"])
+        )
+
+    @property
+    def qualified_name(self) -> str:
+        """The tool's name across agents: its ``name`` (``server.tool`` for MCP tools).
+
+        Sub-agent limits (``AgentLimits.tools``) are written in these names, so a child
+        gets the same MCP tool whatever name it offers the tool under.
+        """
+        return self.name
 
     def bind_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Turn validated JSON arguments back into the function's keyword arguments."""

@@ -7,7 +7,7 @@ can all depend on it and on nothing above it.
 - ``messages``: the conversation (``Message``, ``ToolCall``, ``Usage``).
 - ``agent``: a run's input, result, state and checkpoint.
 - ``approvals``, ``sessions``: what people and apps send to a running agent.
-- ``model``, ``tools``, ``memory``: what the workflow hands to its activities.
+- ``model``, ``tools``, ``memory``, ``mcp``: what the workflow hands to its activities.
 - ``compaction``: the lineage record of a summary.
 - ``events``: what a run publishes to its event stream (``AgentEvent``).
 - ``visibility``: the search attributes and memo keys agents publish.
@@ -58,6 +58,15 @@ from smyth_temporal.types.events import (
     UsageReported,
     parse_event,
 )
+from smyth_temporal.types.mcp import (
+    MCP_IDEMPOTENCY_KEY_META,
+    MCPCallOutcome,
+    MCPCallRequest,
+    MCPListRequest,
+    MCPToolAnnotations,
+    MCPToolInfo,
+    MCPToolList,
+)
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
 from smyth_temporal.types.messages import Message, Role, ToolCall, Usage
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
@@ -78,6 +87,7 @@ __all__ = [
     "CLOSE_SESSION_SIGNAL",
     "EVENTS_TOPIC",
     "INTERRUPT_UPDATE",
+    "MCP_IDEMPOTENCY_KEY_META",
     "MODEL_ACTIVITY",
     "SESSION_EVENT_SIGNAL",
     "SESSION_MESSAGE_UPDATE",
@@ -102,6 +112,12 @@ __all__ = [
     "EventKind",
     "Interrupt",
     "InterruptOutcome",
+    "MCPCallOutcome",
+    "MCPCallRequest",
+    "MCPListRequest",
+    "MCPToolAnnotations",
+    "MCPToolInfo",
+    "MCPToolList",
     "MemoryHit",
     "MemoryRecord",
     "MemoryScope",

@@ -1,0 +1,228 @@
+"""What an MCP tool call costs next to the same function as an ``@tool``.
+
+From the repository root::
+
+    .venv/bin/python -m bench.mcp_overhead [--runs 3]
+
+The function returns its argument. As an ``@tool`` it is ``bench._common.echo`` (run by
+``StepBench``); as an MCP tool it is served by this module itself, over stdio (a child
+process of the worker) and over streamable HTTP (a process on loopback), to
+``MCPBench``. Each run is 20 steps of one call each, after an untimed warm-up run per
+configuration. Reported, with the ratio to the ``@tool``:
+
+- tool activity: from the server's event times, scheduled to completed, per call;
+- step: the time between consecutive model calls (model turn + tool call + the
+  workflow tasks in between), as the worker sees them;
+- direct: the same call from a bare ``mcp.Client``, with no Temporal at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from bench._common import BENCH_STEPS, StepBench, summary_ms
+from smyth_temporal import AgentClient, AgentConfig, AgentInput, AgentResult, AgentWorkflow
+
+with workflow.unsafe.imports_passed_through():
+    from smyth_temporal._logging import configure_logging
+    from smyth_temporal.mcp import HttpServer, MCPServerConfig, StdioServer
+    from smyth_temporal.models import ModelRequest, ModelResponse
+    from smyth_temporal.testing import (
+        ScriptedModel,
+        agent_worker,
+        new_task_queue,
+        reply,
+        start_dev_environment,
+        tool_call,
+    )
+
+
+@workflow.defn
+class MCPBench(AgentWorkflow):
+    """``StepBench`` with the echo tool on an MCP server."""
+
+    config = AgentConfig(model="bench-model", mcp_servers=["echo"], max_steps=BENCH_STEPS + 5)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+class TimedModel:
+    """A scripted model that notes when each call arrives."""
+
+    def __init__(self) -> None:
+        steps = [tool_call("echo", text=f"step {n}") for n in range(1, BENCH_STEPS + 1)]
+        self._model = ScriptedModel([*steps, reply("done")])
+        self.calls: list[float] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls.append(time.perf_counter())
+        return await self._model.complete(request)
+
+
+def tool_activity_seconds(history: WorkflowHistory) -> list[float]:
+    """Scheduled-to-completed seconds of every tool activity (not the model's)."""
+    scheduled: dict[int, float] = {}
+    durations: list[float] = []
+    for event in history.events:
+        at = event.event_time.ToDatetime().timestamp()
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            if name != "smyth.model.complete":
+                scheduled[event.event_id] = at
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            started = scheduled.get(
+                event.activity_task_completed_event_attributes.scheduled_event_id
+            )
+            if started is not None:
+                durations.append(at - started)
+    return durations
+
+
+async def measure(
+    client: Client, agent: type[AgentWorkflow], servers: dict[str, MCPServerConfig], runs: int
+) -> tuple[list[float], list[float]]:
+    """Tool-activity and step seconds over ``runs`` timed runs (after a warm-up)."""
+    activities: list[float] = []
+    steps: list[float] = []
+    for run in range(runs + 1):
+        task_queue = new_task_queue("bench-mcp")
+        model = TimedModel()
+        async with agent_worker(
+            client, agent, model=model, task_queue=task_queue, mcp_servers=servers or None
+        ):
+            agents = AgentClient(client, task_queue=task_queue)
+            handle = await agents.start(agent, AgentInput(prompt="echo"))
+            await agents.result(handle.id)
+            history = await handle.fetch_history()
+        if run == 0:
+            continue  # warm-up: imports, connections, caches
+        activities += tool_activity_seconds(history)
+        steps += [b - a for a, b in zip(model.calls, model.calls[1:], strict=False)][:BENCH_STEPS]
+    return activities, steps
+
+
+async def direct(server: MCPServerConfig, calls: int = 200) -> list[float]:
+    """Seconds of ``calls`` sequential echo calls from a bare ``mcp.Client``."""
+    from smyth_temporal.mcp import MCPConnections
+
+    connections = MCPConnections({"echo": server})
+    seconds: list[float] = []
+    async with connections.serving():
+        for n in range(calls + 10):
+            started = time.perf_counter()
+            async with connections.session("echo") as session:
+                await session.call_tool("echo", {"text": f"call {n}"})
+            if n >= 10:
+                seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def ratio(values: Sequence[float], baseline: Sequence[float]) -> str:
+    return f"x{statistics.fmean(values) / statistics.fmean(baseline):.2f}"
+
+
+async def main(runs: int) -> None:
+    configure_logging("ERROR")
+    os.environ.setdefault("SMYTH_PAYLOAD_STORAGE", "off")
+    port = _free_port()
+    http = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.mcp_overhead",
+        "--serve",
+        "http",
+        "--port",
+        str(port),
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    env = await start_dev_environment()
+    try:
+        await _wait_listening(port)
+        stdio = StdioServer([sys.executable, "-m", "bench.mcp_overhead", "--serve", "stdio"])
+        configs: list[tuple[str, type[AgentWorkflow], dict[str, MCPServerConfig]]] = [
+            ("@tool", StepBench, {}),
+            ("MCP stdio", MCPBench, {"echo": stdio}),
+            ("MCP HTTP", MCPBench, {"echo": HttpServer(f"http://127.0.0.1:{port}/mcp")}),
+        ]
+        print(f"{runs} runs x {BENCH_STEPS} calls per configuration (after a warm-up run)")
+        baseline: tuple[list[float], list[float]] | None = None
+        for name, agent, servers in configs:
+            activities, steps = await measure(env.client, agent, servers, runs)
+            baseline = baseline or (activities, steps)
+            print(f"\n{name}")
+            print(f"  tool activity {summary_ms(activities)}  {ratio(activities, baseline[0])}")
+            print(f"  step          {summary_ms(steps)}  {ratio(steps, baseline[1])}")
+            if servers:
+                print(f"  direct call   {summary_ms(await direct(servers['echo']))}")
+    finally:
+        await env.shutdown()
+        http.terminate()
+        await http.wait()
+
+
+def serve(transport: str, port: int) -> None:
+    """Run the echo MCP server (the benchmark's own child processes)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server: Any = MCPServer("echo", log_level="ERROR")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def echo(text: str) -> str:
+        """Return the text.
+
+        Args:
+            text: What to return.
+        """
+        return text
+
+    if transport == "stdio":
+        server.run()
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=port)
+
+
+async def _wait_listening(port: int) -> None:
+    for _ in range(200):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        return
+    raise RuntimeError(f"the HTTP echo server never listened on {port}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m bench.mcp_overhead", description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--serve", choices=["stdio", "http"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.serve:
+        serve(arguments.serve, arguments.port)
+    else:
+        asyncio.run(main(arguments.runs))
+        sys.stdout.flush()
+        os._exit(0)  # temporalio's threads can abort the interpreter's teardown

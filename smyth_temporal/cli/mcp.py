@@ -1,0 +1,72 @@
+"""``smyth mcp serve``: the agents on a task queue, as an MCP server (stdio or HTTP)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from smyth_temporal.cli._common import CommonOptions, agent_type, choice, command, port, run, status
+from smyth_temporal.clients import AgentClient
+from smyth_temporal.exceptions import ConfigurationError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Agents and the Model Context Protocol.")
+
+DEFAULT_PORT = 8765
+
+
+@command(
+    app,
+    "serve",
+    task_queue=True,
+    log_level="warning",
+    help="Serve agents to MCP clients: tools to list agents, start a run, send a session "
+    "message, read a run's state and result, list and decide approvals. Over stdio (an MCP "
+    "client runs `smyth mcp serve AGENT...`), or streamable HTTP with --transport http "
+    "(http://HOST:PORT/mcp, no authentication: keep it on 127.0.0.1).",
+)
+def serve(
+    options: CommonOptions,
+    agents: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="AGENT", help="the agents served: workflow type names or module:Class"
+        ),
+    ],
+    transport: Annotated[
+        str,
+        typer.Option(
+            "--transport",
+            parser=choice("stdio", "http"),
+            metavar="stdio|http",
+            help="stdio: an MCP client runs this command; http: streamable HTTP",
+        ),
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="the address to bind, for http")
+    ] = "127.0.0.1",
+    port_: Annotated[
+        int, typer.Option("--port", parser=port, metavar="PORT", help="the TCP port, for http")
+    ] = DEFAULT_PORT,
+) -> None:
+    """Serve agents over MCP."""
+    run(_serve(options, agents, transport, host, port_))
+
+
+async def _serve(
+    options: CommonOptions, specs: list[str], transport: str, host: str, port_: int
+) -> None:
+    # Imported here: serving needs the mcp extra, and `smyth` must work without it.
+    try:
+        from smyth_temporal.mcp_server import serve_mcp
+    except ImportError as exc:
+        raise ConfigurationError(str(exc)) from None
+    served = [agent_type(spec) for spec in specs]
+    agents = await AgentClient.connect(options.settings())
+    if transport == "http":
+        status(f"serving {', '.join(served)} over MCP at http://{host}:{port_}/mcp")
+    await serve_mcp(
+        agents, served, transport="http" if transport == "http" else "stdio", host=host, port=port_
+    )

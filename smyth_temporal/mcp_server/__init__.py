@@ -1,0 +1,27 @@
+"""Agents served over MCP (``smyth mcp serve``): an interface, like the CLI and the gateway.
+
+``agents_mcp_server(agents, served)`` builds an MCP server whose tools drive agents
+through an ``AgentClient``: ``list_agents``, ``start_run``, ``send_message``,
+``run_state``, ``run_result``, ``list_approvals``, ``decide_approval``.
+``serve_mcp`` runs it over stdio or streamable HTTP. It needs the ``mcp`` extra
+(``pip install 'smyth-temporal[mcp]'``): importing this package without it fails
+with that command.
+
+Added in 0.3.0.
+"""
+
+try:
+    import mcp  # noqa: F401  (the extra's SDK)
+except ImportError as exc:
+    raise ImportError(
+        "serving agents over MCP needs the mcp extra: pip install 'smyth-temporal[mcp]'"
+    ) from exc
+
+from smyth_temporal.mcp_server._server import (
+    DEFAULT_RESULT_WAIT,
+    Transport,
+    agents_mcp_server,
+    serve_mcp,
+)
+
+__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "serve_mcp"]

@@ -1,0 +1,229 @@
+"""Agents as an MCP server: the tools an MCP client uses to drive smyth agents.
+
+An interface: each tool is a call to ``AgentClient`` and nothing more, so an MCP
+client (an IDE, a desktop assistant, another agent) can do what a script does: list
+the agents, start a run, talk to a session, read a run's state and result, list and
+decide approvals. A refusal (an unknown run, a decision the agent refuses) comes back
+as the tool's error, worded as the client library words it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+from smyth_temporal.clients import AgentClient
+from smyth_temporal.exceptions import SmythError
+from smyth_temporal.types.agent import AgentInput
+
+__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "serve_mcp"]
+
+Transport = Literal["stdio", "http"]
+"""How MCP clients reach the server: its stdin/stdout, or streamable HTTP."""
+
+DEFAULT_RESULT_WAIT = 30.0
+"""Seconds ``run_result`` waits for a run that has not ended, before it says so."""
+
+_MAX_RESULT_WAIT = 600.0
+
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_START = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+_DECIDE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+_INSTRUCTIONS = (
+    "Durable AI agents on Temporal. list_agents names the agents; start_run starts one on "
+    "a task and returns its workflow id; run_state and run_result follow it. An agent may "
+    "stop to wait for a person's approval of a tool call: list_approvals shows those "
+    "requests, decide_approval approves or rejects one. send_message talks to an agent in "
+    "a session that keeps its context between messages."
+)
+
+
+def agents_mcp_server(
+    agents: AgentClient, served: Sequence[str], *, name: str = "smyth"
+) -> MCPServer:
+    """An MCP server whose tools drive ``served`` agents through ``agents``.
+
+    Args:
+        agents: The client (its task queue is where runs start).
+        served: The agents' workflow type names; ``start_run`` and ``send_message``
+            accept only these.
+        name: The server's name, as clients see it.
+
+    Added in 0.3.0.
+    """
+    server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS)
+    known = list(dict.fromkeys(served))
+
+    def agent_named(agent: str) -> str:
+        if agent not in known:
+            raise ToolError(f"unknown agent {agent!r}; this server serves: {', '.join(known)}")
+        return agent
+
+    @server.tool(annotations=_READ)
+    async def list_agents() -> dict[str, Any]:
+        """The agents this server can start, and how many workers serve their task queue."""
+        return {
+            "agents": known,
+            "task_queue": agents.task_queue,
+            "workers_polling": await agents.workers_polling(),
+        }
+
+    @server.tool(annotations=_START)
+    async def start_run(agent: str, prompt: str, tenant: str = "default") -> dict[str, Any]:
+        """Start an agent on a task; returns the run's workflow id (follow it with run_state).
+
+        Args:
+            agent: The agent's name (see list_agents).
+            prompt: The task, in plain words.
+            tenant: Whose run it is (memory and approvals are kept per tenant).
+        """
+        with _refusals():
+            handle = await agents.start(
+                agent_named(agent), AgentInput(prompt=prompt, tenant=tenant)
+            )
+        return {"workflow_id": handle.id, "agent": agent}
+
+    @server.tool(annotations=_START)
+    async def send_message(
+        agent: str, session: str, text: str, tenant: str = "default"
+    ) -> dict[str, Any]:
+        """Send a message to an agent's session (started by the first one); returns the reply.
+
+        Args:
+            agent: The agent's name (see list_agents).
+            session: The session's id: the same id continues the same conversation.
+            text: The message.
+            tenant: Whose session it is.
+        """
+        with _refusals():
+            reply = await agents.send(
+                agent_named(agent), session, text, tenant=tenant, sender="mcp"
+            )
+        return {} if reply is None else reply.model_dump(mode="json")
+
+    @server.tool(annotations=_READ)
+    async def run_state(workflow_id: str) -> dict[str, Any]:
+        """A run's state: status, step, recent messages, pending tool calls and approvals.
+
+        Args:
+            workflow_id: The run's workflow id (from start_run).
+        """
+        with _refusals():
+            state = await agents.state(workflow_id)
+        return state.model_dump(mode="json", exclude={"data"})
+
+    @server.tool(annotations=_READ)
+    async def run_result(
+        workflow_id: str, wait_seconds: float = DEFAULT_RESULT_WAIT
+    ) -> dict[str, Any]:
+        """A run's result (output, status, steps, usage), waiting up to wait_seconds for it.
+
+        Args:
+            workflow_id: The run's workflow id (from start_run).
+            wait_seconds: How long to wait for a run that has not ended (at most 600).
+        """
+        wait = min(max(wait_seconds, 0.0), _MAX_RESULT_WAIT)
+        with _refusals():
+            try:
+                async with asyncio.timeout(wait):
+                    result = await agents.result(workflow_id)
+            except TimeoutError:
+                state = await agents.state(workflow_id)
+                return {"finished": False, "status": state.status, "step": state.step}
+        return {"finished": True, **result.model_dump(mode="json")}
+
+    @server.tool(annotations=_READ)
+    async def list_approvals(tenant: str | None = None) -> dict[str, Any]:
+        """Tool calls waiting for a person's approval, across every running agent.
+
+        Args:
+            tenant: Only this tenant's (default: all).
+        """
+        with _refusals():
+            pending = await agents.pending_approvals(tenant=tenant)
+        return {"pending": [p.model_dump(mode="json") for p in pending]}
+
+    @server.tool(annotations=_DECIDE)
+    async def decide_approval(
+        workflow_id: str,
+        approve: bool,
+        request_id: str | None = None,
+        by: str = "mcp",
+        comment: str | None = None,
+        arguments_sha256: str | None = None,
+    ) -> dict[str, Any]:
+        """Approve or reject a pending tool call of a run; the agent goes on at once.
+
+        Args:
+            workflow_id: The run's workflow id.
+            approve: True to let the call run, false to refuse it (the model is told).
+            request_id: The request (needed only when the run has several pending).
+            by: Who decides (kept in the audit trail).
+            comment: Why (the model sees it on a rejection).
+            arguments_sha256: The hash of the arguments you saw (from list_approvals):
+                the decision is refused if they are not what the call would run with.
+        """
+        with _refusals():
+            if approve:
+                outcome = await agents.approve(
+                    workflow_id,
+                    request_id,
+                    by=by,
+                    comment=comment,
+                    arguments_sha256=arguments_sha256,
+                )
+            else:
+                outcome = await agents.reject(workflow_id, request_id, by=by, comment=comment)
+        request = outcome.request if outcome is not None else None
+        return {"decided": request.model_dump(mode="json") if request else None}
+
+    return server
+
+
+@contextlib.contextmanager
+def _refusals() -> Iterator[None]:
+    """Report what the client library refuses as the tool's error, in its words.
+
+    An unknown run, a refused decision, a failed run; anything else is a bug, and the
+    client sees only "Error executing tool".
+    """
+    try:
+        yield
+    except SmythError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def serve_mcp(
+    agents: AgentClient,
+    served: Sequence[str],
+    *,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+) -> None:
+    """Serve ``served`` agents to MCP clients until the process is stopped.
+
+    Args:
+        agents: The client the tools call.
+        served: The agents' workflow type names.
+        transport: ``stdio`` (a client runs this process) or ``http`` (streamable
+            HTTP at ``http://host:port/path``).
+        host: The address to bind, for ``http``.
+        port: The TCP port, for ``http``.
+        path: The endpoint's path, for ``http``.
+
+    Added in 0.3.0.
+    """
+    server = agents_mcp_server(agents, served)
+    if transport == "stdio":
+        await server.run_stdio_async()
+    else:
+        await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
