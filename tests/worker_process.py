@@ -101,7 +101,9 @@ class RecoveryProbe(AgentWorkflow):
         return await self.run_agent(input)
 
 
-WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader, Scribe)
+WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader)
+"""The agents every worker process serves; ``-mcp`` scripts add ``Scribe`` (it needs the
+ledger MCP server, which only those workers have)."""
 
 # -- scripts ---------------------------------------------------------------------------
 
@@ -244,10 +246,12 @@ async def serve(args: argparse.Namespace) -> None:
         else DEFAULT_STICKY_QUEUE_TIMEOUT
     )
     mcp_servers = None
+    workflows: list[type[AgentWorkflow]] = list(WORKFLOWS)
     if args.script.endswith("-mcp"):
         from tests.mcp_servers import ledger_server
 
         mcp_servers = {"ledger": ledger_server(Path(args.ledger))}
+        workflows.append(Scribe)
     plugin = SmythPlugin(
         model=LedgerModel(SCRIPTS[args.script]),
         sticky_queue_timeout=sticky,
@@ -265,7 +269,7 @@ async def serve(args: argparse.Namespace) -> None:
     worker = Worker(
         client,
         task_queue=args.task_queue,
-        workflows=list(WORKFLOWS),
+        workflows=workflows,
         identity=identity,
         graceful_shutdown_timeout=timedelta(seconds=1),
         **options,
