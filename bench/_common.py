@@ -6,6 +6,7 @@ here), so it must stay free of I/O.
 
 from __future__ import annotations
 
+import socket
 import statistics
 from collections.abc import Sequence
 
@@ -56,3 +57,11 @@ def summary_ms(values: Sequence[float]) -> str:
         f"p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
         f"p95 {percentile(values, 0.95) * 1000:6.1f} ms"
     )
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

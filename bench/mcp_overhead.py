@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import sys
 import time
@@ -32,7 +31,7 @@ from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
-from bench._common import BENCH_STEPS, StepBench, summary_ms
+from bench._common import BENCH_STEPS, StepBench, free_port, summary_ms
 from smyth_temporal import AgentClient, AgentConfig, AgentInput, AgentResult, AgentWorkflow
 
 with workflow.unsafe.imports_passed_through():
@@ -138,7 +137,7 @@ def ratio(values: Sequence[float], baseline: Sequence[float]) -> str:
 async def main(runs: int) -> None:
     configure_logging("ERROR")
     os.environ.setdefault("SMYTH_PAYLOAD_STORAGE", "off")
-    port = _free_port()
+    port = free_port()
     http = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -206,12 +205,6 @@ async def _wait_listening(port: int) -> None:
         writer.close()
         return
     raise RuntimeError(f"the HTTP echo server never listened on {port}")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 if __name__ == "__main__":

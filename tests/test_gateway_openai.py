@@ -75,6 +75,42 @@ async def test_chat_whole_then_streamed_in_one_session(
     assert seen == ["Hello, I am Alice.", "What is my name?"]
 
 
+async def test_the_session_outlives_a_worker_restart_between_calls(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # One script, two models: each worker's model keeps the requests it answered.
+    first_model = ScriptedModel([reply(REPLY), reply(NAME)])
+    second_model = ScriptedModel(first_model.steps)
+    # A session of its own: sessions outlive tests, and "alice" runs on another test's queue.
+    async with gateway(client, task_queue, keys) as running:
+        chat = openai_client(running.url, keys.by_role["operator"])
+        async with agent_worker(client, Operator, model=first_model, task_queue=task_queue):
+            first = await chat.chat.completions.create(
+                model="Operator",
+                user="restarted",
+                messages=[{"role": "user", "content": "Hello, I am Alice."}],
+            )
+        # A fresh worker (no cache, another model): the session is rebuilt from history.
+        async with agent_worker(client, Operator, model=second_model, task_queue=task_queue):
+            second = await chat.chat.completions.create(
+                model="Operator",
+                user="restarted",
+                messages=[{"role": "user", "content": "What is my name?"}],
+            )
+
+    assert first.choices[0].message.content == REPLY
+    assert second.choices[0].message.content == NAME
+    assert first.model_extra == second.model_extra
+    assert len(first_model.requests) == 1
+    [request] = second_model.requests
+    conversation = [(m.role, m.content) for m in request.messages if m.role != "system"]
+    assert conversation == [
+        ("user", "Hello, I am Alice."),
+        ("assistant", REPLY),
+        ("user", "What is my name?"),
+    ]
+
+
 async def test_the_session_header_names_the_session_too(
     client: Client, task_queue: str, keys: Keys
 ) -> None:

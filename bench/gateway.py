@@ -1,0 +1,322 @@
+"""What the HTTP gateway (``smyth serve``) adds to a session message and to an event stream.
+
+From the repository root::
+
+    .venv/bin/python -m bench.gateway [--rounds 60] [--subscribers 1 100]
+
+One dev server; one worker in this process (``StepBench``, a ``ScriptedModel`` that
+always answers the same sentence, streamed a word at a time); the gateway in a process
+of its own, started as users start it (``smyth serve StepBench --keys-file ...``), so
+its CPU time is its own (read from ``/proc/<pid>/stat``).
+
+1. Overhead of a session round trip. Each path has a session of its own; the paths
+   take turns, one message each per round, so their sessions grow alike. After one
+   untimed round, ``--rounds`` rounds; p50 and p95 of the round trip (send to whole
+   reply), and the ratio of the p50 to ``AgentClient.send`` in this process (whole or
+   streamed: the same kind of call). The goal is 1.1x or less for the OpenAI client.
+   Raw ``httpx`` rows show what the ``openai`` client itself adds; two floors, with no
+   Temporal call, what any HTTP round trip to the gateway costs (without and with a key).
+2. SSE fan-out. One run whose model waits until every subscriber is connected, then
+   writes a reply word by word. ``N`` subscribers read ``/v1/runs/{id}/events`` through
+   the gateway (``httpx`` streaming clients, as browsers would), and one reads
+   ``AgentClient.events`` in this process. Added latency: for every event and every
+   gateway subscriber, its arrival less its arrival at the direct subscriber. Gateway
+   CPU: its process's user+system time from the release of the model to the last
+   subscriber's end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletionMessageParam
+from temporalio.client import Client
+
+from bench._common import StepBench, free_port, percentile
+from bench.streaming import text
+from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal._logging import configure_logging
+from smyth_temporal.gateway import KeyStore
+from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
+from smyth_temporal.testing import (
+    ScriptedModel,
+    agent_worker,
+    new_task_queue,
+    reply,
+    start_dev_environment,
+)
+
+GOAL = 1.1
+"""Gateway round trip over ``AgentClient.send`` (issue 13)."""
+AGENT = "StepBench"
+TENANT = "bench"
+PROMPT = "How is ACME doing?"
+ANSWER = text(30)
+MAX_TURNS = 10_000
+"""Scripted turns: more than any session here takes (``ScriptedModel`` goes by step)."""
+FANOUT_WORDS = 150
+FANOUT_PACE = 0.010
+"""Section 2: the reply's words, and seconds between two."""
+STARTUP_TIMEOUT = 30.0
+
+
+@dataclass
+class Gateway:
+    """A gateway process: its URL, a key, and its process id."""
+
+    url: str
+    key: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of the process so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.asynccontextmanager
+async def gateway_process(client: Client, task_queue: str) -> AsyncIterator[Gateway]:
+    """``smyth serve StepBench`` in a process of its own, with one operator key."""
+    with tempfile.TemporaryDirectory() as directory:
+        keys = Path(directory) / "keys.json"
+        _, key = KeyStore(keys).create(tenant=TENANT, role="operator", name="bench")
+        port = free_port()
+        process = await asyncio.create_subprocess_exec(
+            str(Path(sys.executable).with_name("smyth")),
+            "serve",
+            AGENT,
+            f"--port={port}",
+            f"--keys-file={keys}",
+            f"--address={client.service_client.config.target_host}",
+            f"--task-queue={task_queue}",
+            "--log-level=warning",
+        )
+        served = Gateway(f"http://127.0.0.1:{port}", key, process.pid)
+        try:
+            await _until_healthy(served.url)
+            yield served
+        finally:
+            process.terminate()
+            await process.wait()
+
+
+async def _until_healthy(url: str) -> None:
+    async with httpx.AsyncClient(base_url=url) as http, asyncio.timeout(STARTUP_TIMEOUT):
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get("/healthz")).status_code == 200:
+                    return
+            await asyncio.sleep(0.1)
+
+
+Call = Callable[[str], Awaitable[object]]
+"""One round trip to the session named by its argument."""
+
+
+@dataclass
+class Way:
+    """A way to send a session message, and its baseline's name."""
+
+    name: str
+    call: Call
+    baseline: str | None
+    """The path it is compared with; ``None``: a floor, no Temporal call at all."""
+    times: list[float] = field(default_factory=list)
+
+
+async def _drain(stream: AsyncIterator[object]) -> None:
+    async for _ in stream:
+        pass
+
+
+def paths(agents: AgentClient, served: Gateway, http: httpx.AsyncClient) -> list[Way]:
+    chat = openai.AsyncOpenAI(base_url=f"{served.url}/openai/v1", api_key=served.key, max_retries=0)
+    message: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
+
+    async def direct(session: str) -> None:
+        await agents.send(AGENT, session, PROMPT, tenant=TENANT)
+
+    async def direct_streamed(session: str) -> None:
+        await _drain(aiter(agents.send(AGENT, session, PROMPT, tenant=TENANT, stream=True)))
+
+    async def native(session: str) -> None:
+        route = f"/v1/agents/{AGENT}/sessions/{session}/messages"
+        (await http.post(route, json={"text": PROMPT})).raise_for_status()
+
+    async def raw(session: str) -> None:
+        body = {"model": AGENT, "user": session, "messages": message}
+        (await http.post("/openai/v1/chat/completions", json=body)).raise_for_status()
+
+    async def client(session: str) -> None:
+        await chat.chat.completions.create(model=AGENT, user=session, messages=message)
+
+    async def client_streamed(session: str) -> None:
+        stream = await chat.chat.completions.create(
+            model=AGENT,
+            user=session,
+            messages=message,
+            stream=True,
+        )
+        await _drain(aiter(stream))
+
+    async def health(session: str) -> None:
+        (await http.get("/healthz")).raise_for_status()
+
+    async def models(session: str) -> None:
+        await chat.models.list()
+
+    whole, streamed = "AgentClient.send", "AgentClient.send(stream=True)"
+    return [
+        Way("floor: httpx GET /healthz (no key)", health, None),
+        Way("floor: openai client models.list (key)", models, None),
+        Way(whole, direct, whole),
+        Way("httpx POST /v1/.../messages", native, whole),
+        Way("httpx POST /openai/v1/chat/completions", raw, whole),
+        Way("openai client", client, whole),
+        Way(streamed, direct_streamed, streamed),
+        Way("openai client, stream=True", client_streamed, streamed),
+    ]
+
+
+def ms(values: Sequence[float]) -> str:
+    return f"{percentile(values, 0.5) * 1000:7.1f} {percentile(values, 0.95) * 1000:7.1f}"
+
+
+async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> None:
+    headers = {"Authorization": f"Bearer {served.key}"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as http:
+        ways = paths(agents, served, http)
+        for number in range(rounds + 1):
+            for index, way in enumerate(ways):
+                began = time.perf_counter()
+                await way.call(f"s{index}")
+                if number:  # the first round opens connections and starts the sessions
+                    way.times.append(time.perf_counter() - began)
+    by_name = {way.name: way for way in ways}
+    print(f"\n1. Session round trip, {rounds} rounds (p50 of 30-word replies)")
+    print(f"  {'path':40} {'p50 ms':>7} {'p95 ms':>7} {'ratio':>6} {'added':>8}")
+    for way in ways:
+        if way.baseline is None:
+            print(f"  {way.name:40} {ms(way.times)}")
+            continue
+        base = percentile(by_name[way.baseline].times, 0.5)
+        p50 = percentile(way.times, 0.5)
+        print(f"  {way.name:40} {ms(way.times)} {p50 / base:5.2f}x {(p50 - base) * 1000:+6.1f}ms")
+    for name in ("openai client", "openai client, stream=True"):
+        way = by_name[name]
+        assert way.baseline is not None
+        ratio = percentile(way.times, 0.5) / percentile(by_name[way.baseline].times, 0.5)
+        print(f"  goal {name}: at most {GOAL}x: {'met' if ratio <= GOAL else 'NOT met'}")
+
+
+class GatedModel(ScriptedModel):
+    """A scripted model whose turns wait for ``open`` (every subscriber connected)."""
+
+    def __init__(self) -> None:
+        super().__init__([reply(text(FANOUT_WORDS))] * 2, piece_delay=FANOUT_PACE)
+        self.open = asyncio.Event()
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        await self.open.wait()
+        return await super().stream(request, on_text)
+
+
+Arrivals = dict[int, float]
+"""When each event (by offset) arrived at one subscriber."""
+
+
+async def via_gateway(http: httpx.AsyncClient, workflow_id: str, seen: Arrivals) -> None:
+    async with http.stream("GET", f"/v1/runs/{workflow_id}/events") as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith("id: "):
+                seen[int(line[4:])] = time.perf_counter()
+
+
+async def via_client(agents: AgentClient, workflow_id: str, seen: Arrivals) -> None:
+    async for event in agents.events(workflow_id):
+        seen[event.offset] = time.perf_counter()
+
+
+async def fanout(client: Client, served: Gateway, task_queue: str, subscribers: int) -> str:
+    """One run watched by ``subscribers`` gateway readers and one direct; a table row."""
+    model = GatedModel()
+    agents = AgentClient(client, task_queue=task_queue)
+    headers = {"Authorization": f"Bearer {served.key}"}
+    limits = httpx.Limits(max_connections=subscribers)
+    async with (
+        agent_worker(client, StepBench, model=model, task_queue=task_queue),
+        httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60, limits=limits) as http,
+    ):
+        handle = await agents.start(StepBench, AgentInput(prompt=PROMPT, tenant=TENANT))
+        direct: Arrivals = {}
+        readers: list[Arrivals] = [{} for _ in range(subscribers)]
+        tasks = [asyncio.ensure_future(via_client(agents, handle.id, direct))]
+        tasks += [asyncio.ensure_future(via_gateway(http, handle.id, r)) for r in readers]
+        async with asyncio.timeout(STARTUP_TIMEOUT):
+            while not all(readers) or not direct:  # each has had ``run_started``
+                for task in tasks:
+                    if task.done():
+                        task.result()  # a reader failed: say why
+                await asyncio.sleep(0.02)
+        cpu, began = served.cpu_seconds(), time.perf_counter()
+        model.open.set()
+        await asyncio.gather(*tasks)
+        cpu, wall = served.cpu_seconds() - cpu, time.perf_counter() - began
+    added = [r[o] - at for r in readers for o, at in direct.items() if o in r and at > began]
+    events = sum(1 for at in direct.values() if at > began)
+    return (
+        f"  {subscribers:11d} {events:6d} {ms(added)} {max(added) * 1000:7.1f}"
+        f" {cpu:7.2f} {cpu / wall * 100:5.0f}% {cpu / (events * subscribers) * 1e6:10.0f}"
+    )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway")
+    parser.add_argument("--rounds", type=int, default=60, help="timed rounds of section 1")
+    parser.add_argument(
+        "--subscribers", type=int, nargs="+", default=[1, 100], help="section 2's fan-outs"
+    )
+    args = parser.parse_args()
+    configure_logging("WARNING")
+    env = await start_dev_environment()
+    try:
+        task_queue = new_task_queue("bench-gateway")
+        model = ScriptedModel([reply(ANSWER)] * MAX_TURNS)
+        async with (
+            agent_worker(env.client, StepBench, model=model, task_queue=task_queue),
+            gateway_process(env.client, task_queue) as served,
+        ):
+            await overhead(AgentClient(env.client, task_queue=task_queue), served, args.rounds)
+            print(
+                f"\n2. SSE fan-out: one run, {FANOUT_WORDS} words at {FANOUT_PACE * 1000:.0f} ms "
+                "a word; gateway CPU is its process's user+system time (/proc)"
+            )
+            print(
+                f"  {'subscribers':>11} {'events':>6} {'added p50':>7} {'p95 ms':>7} {'max':>7}"
+                f" {'CPU s':>7} {'CPU':>6} {'CPU µs/event/sub':>10}"
+            )
+            for count in args.subscribers:
+                queue = new_task_queue("bench-fanout")
+                async with gateway_process(env.client, queue) as fresh:
+                    print(await fanout(env.client, fresh, queue, count))
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    # temporalio's Rust threads can outlive the interpreter (temporalio/sdk-python#300).
+    sys.stdout.flush()
+    os._exit(0)
