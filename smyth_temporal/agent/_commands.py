@@ -78,16 +78,22 @@ async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str
 
 async def call_tool_activity(spec: Tool, invocation: ToolInvocation) -> ToolOutcome:
     """Run a tool's activity with the tool's own timeouts and retry policy."""
-    outcome: ToolOutcome = await workflow.execute_activity(
+    summary = f"{spec.name} (step {invocation.step})"
+    return await _tool_activity(spec, invocation, ToolOutcome, summary)
+
+
+async def _tool_activity(spec: Tool, argument: Any, result_type: type[_R], summary: str) -> _R:
+    """Run ``spec``'s activity (a ``@tool`` or an MCP call) with the tool's own options."""
+    result: _R = await workflow.execute_activity(
         spec.activity_name,
-        invocation,
-        result_type=ToolOutcome,
+        argument,
+        result_type=result_type,
         start_to_close_timeout=spec.timeout,
         heartbeat_timeout=spec.heartbeat_timeout,
         retry_policy=spec.retry,
-        summary=f"{spec.name} (step {invocation.step})",
+        summary=summary,
     )
-    return outcome
+    return result
 
 
 async def call_memory(
@@ -120,13 +126,5 @@ async def list_mcp_tools(request: MCPListRequest, heartbeat_timeout: timedelta) 
 
 async def call_mcp_tool(spec: Tool, request: MCPCallRequest) -> MCPCallOutcome:
     """Run one MCP tool call through its server's ``call_tool`` activity."""
-    outcome: MCPCallOutcome = await workflow.execute_activity(
-        spec.activity_name,
-        request,
-        result_type=MCPCallOutcome,
-        start_to_close_timeout=spec.timeout,
-        heartbeat_timeout=spec.heartbeat_timeout,
-        retry_policy=spec.retry,
-        summary=f"{spec.name} on {request.server} (step {request.invocation.step})",
-    )
-    return outcome
+    summary = f"{spec.name} on {request.server} (step {request.invocation.step})"
+    return await _tool_activity(spec, request, MCPCallOutcome, summary)
