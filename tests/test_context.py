@@ -92,8 +92,10 @@ async def test_a_long_task_is_compacted_with_lineage_and_the_originals_are_recal
         handle = await agents.start(Digest, AgentInput(prompt="Digest the reports.", tenant="t1"))
         result = await agents.result(handle.id)
         state = await agents.state(handle.id)
+        # k covers every archived chunk: the 64-dimension hash embedder ranks near-identical
+        # reports by chance, and which chunks exist depends on when compaction ran.
         hits = await agents.memory.search(
-            "marker-002 closing price", tenant="t1", namespace="digest", kinds=["transcript"]
+            "marker-002 closing price", tenant="t1", namespace="digest", kinds=["transcript"], k=50
         )
     await memory.close()
 
