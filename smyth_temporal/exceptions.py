@@ -62,6 +62,7 @@ __all__ = [
     "MemoryNotFoundError",
     "ModelError",
     "ModelHTTPError",
+    "PayloadDecryptionError",
     "RunError",
     "ScheduleExistsError",
     "ScheduleNotFoundError",
@@ -173,6 +174,19 @@ class MemoryNotFoundError(RunError):
     """No memory with the given id exists in the caller's tenant and namespace.
 
     Added in 0.3.0 (before, a failure of type ``MemoryNotFound``).
+    """
+
+
+class PayloadDecryptionError(SmythError):
+    """An encrypted payload cannot be decrypted: tampered with, or its key is missing.
+
+    Raised while decoding, never answered with plaintext: a payload whose ciphertext
+    or authenticated metadata changed, or that was moved to another namespace, fails
+    authentication; one sealed with a key this process lacks names the key id. In a
+    worker the workflow task fails and Temporal retries it, so nothing is lost once
+    the right key is configured.
+
+    Added in 0.4.0.
     """
 
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, ExternalStorage
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -24,6 +24,7 @@ from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
 from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
 
@@ -100,7 +101,7 @@ class SmythPlugin(SimplePlugin):
     ```
 
     Added in 0.1.0. Changed in 0.2.0: ``payload_storage``. Changed in 0.3.0:
-    ``mcp_servers``.
+    ``mcp_servers``. Changed in 0.4.0: ``encryption``.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class SmythPlugin(SimplePlugin):
         sticky_queue_timeout: timedelta | None = DEFAULT_STICKY_QUEUE_TIMEOUT,
         payload_storage: ExternalStorage | _Default | None = _DEFAULT,
         mcp_servers: Mapping[str, MCPServerConfig] | None = None,
+        encryption: PayloadCodec | _Default | None = _DEFAULT,
     ) -> None:
         """Create the plugin.
 
@@ -139,11 +141,21 @@ class SmythPlugin(SimplePlugin):
                 A worker opens them all before it polls (and fails naming one it
                 cannot reach), serves their ``list_tools``/``call_tool`` activities,
                 and closes them when it stops. Needs the ``mcp`` extra.
+            encryption: The codec every payload goes through before it leaves the
+                process (history, the payload store, the event stream). Default:
+                ``EncryptionCodec.from_env()``, AES-256-GCM with the keys of
+                ``SMYTH_ENCRYPTION_KEYS`` or ``SMYTH_ENCRYPTION_KEY_FILE``, or none
+                when neither is set; ``None``: no codec. Clients, workers and the
+                codec server must share the keys.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
+        codec = _default_codec() if encryption is _DEFAULT else encryption
         converter: DataConverter = pydantic_data_converter
-        if storage is not None:
-            converter = dataclasses.replace(pydantic_data_converter, external_storage=storage)
+        if storage is not None or codec is not None:
+            # The codec runs first, so the store only ever holds ciphertext.
+            converter = dataclasses.replace(
+                pydantic_data_converter, payload_codec=codec, external_storage=storage
+            )
         super().__init__(
             "smyth_temporal.SmythPlugin",
             data_converter=converter,
@@ -246,6 +258,17 @@ class SmythPlugin(SimplePlugin):
         if isinstance(self._model, Mapping):
             self._model = ModelRouter(self._model)
         return self._model
+
+
+def _default_codec() -> PayloadCodec | None:
+    # `cryptography` is imported only when a key is set: workflow modules that name
+    # SmythPlugin import this module inside the sandbox, which cannot re-import
+    # cryptography's compiled extension.
+    if KeyRing.from_env() is None:
+        return None
+    from smyth_temporal.security._encryption import EncryptionCodec
+
+    return EncryptionCodec.from_env()
 
 
 def _is_agent(cls: object) -> TypeGuard[type[AgentWorkflow]]:

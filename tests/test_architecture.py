@@ -34,6 +34,7 @@ WORKFLOW_SIDE = (
 """What workflow code imports: the top-level package and the deterministic layers."""
 
 NOT_IN_WORKFLOWS = (
+    "cryptography",
     "openai",
     "httpx",
     "mcp",
@@ -47,6 +48,7 @@ NOT_IN_WORKFLOWS = (
     "smyth_temporal.memory",
     "smyth_temporal.models",
     "smyth_temporal.plugin",
+    "smyth_temporal.security",
     "smyth_temporal.settings",
     "smyth_temporal.storage",
     "smyth_temporal.testing",
@@ -55,11 +57,11 @@ NOT_IN_WORKFLOWS = (
 """Modules with I/O (activities, providers, clients) that workflow code must not load."""
 
 LAYERS: list[set[str]] = [
-    {"cli", "demo", "gateway"},
+    {"cli", "demo", "gateway", "codec_server"},
     {"clients", "worker", "plugin", "testing", "devserver", "mcp_server"},
     {"agent"},
     {"context", "activities", "mcp"},
-    {"tools", "memory", "models", "storage"},
+    {"tools", "memory", "models", "storage", "security"},
     {"types", "exceptions", "settings", "_names", "_logging", "_text"},
 ]
 """The packages of smyth_temporal, top to bottom: a module imports only its own layer

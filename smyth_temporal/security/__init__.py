@@ -1,0 +1,67 @@
+"""The security manager's worker-side parts: payload encryption keys and the codec.
+
+- ``EncryptionCodec``: AES-256-GCM over every payload (a temporalio ``PayloadCodec``),
+  with key ids for rotation and authenticated metadata.
+- ``KeyRing`` / ``EncryptionKey``: the keys, from ``SMYTH_ENCRYPTION_KEYS``
+  (``id:base64-of-32-bytes``, comma-separated, current first) or
+  ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
+- ``new_key()``: a fresh key entry (``smyth encryption new-key``).
+
+Nothing here is imported by workflow code. Names load lazily: a workflow module that
+names ``SmythPlugin`` imports the plugin inside the sandbox, which cannot re-import
+``cryptography``'s compiled extension, so it loads only when a codec is built.
+
+Added in 0.4.0.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from smyth_temporal.security._encryption import (
+        ENCODING,
+        ENCRYPTION_COMPRESS_ENV,
+        EncryptionCodec,
+    )
+    from smyth_temporal.security._keys_encryption import (
+        ENCRYPTION_KEY_FILE_ENV,
+        ENCRYPTION_KEYS_ENV,
+        EncryptionKey,
+        KeyProvider,
+        KeyRing,
+        new_key,
+    )
+
+_HOMES = {
+    "ENCODING": "_encryption",
+    "ENCRYPTION_COMPRESS_ENV": "_encryption",
+    "EncryptionCodec": "_encryption",
+    "ENCRYPTION_KEY_FILE_ENV": "_keys_encryption",
+    "ENCRYPTION_KEYS_ENV": "_keys_encryption",
+    "EncryptionKey": "_keys_encryption",
+    "KeyProvider": "_keys_encryption",
+    "KeyRing": "_keys_encryption",
+    "new_key": "_keys_encryption",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+__all__ = [
+    "ENCODING",
+    "ENCRYPTION_COMPRESS_ENV",
+    "ENCRYPTION_KEYS_ENV",
+    "ENCRYPTION_KEY_FILE_ENV",
+    "EncryptionCodec",
+    "EncryptionKey",
+    "KeyProvider",
+    "KeyRing",
+    "new_key",
+]
