@@ -14,6 +14,7 @@ SmythError
 │   │   └── ToolArgumentsError   the model's arguments do not fit the tool's schema
 │   ├── MCPServerError           an MCP server could not be reached, or broke the protocol
 │   └── MemoryNotFoundError      no memory with that id in the caller's scope
+├── PayloadDecryptionError       a sealed payload was altered, moved, or its key is missing
 └── ClientError                  raised by AgentClient and the CLI
     ├── ServerUnavailableError   no Temporal server answers at the address
     ├── AgentNotFoundError       no agent run with that workflow id
