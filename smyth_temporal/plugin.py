@@ -10,7 +10,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
+from temporalio.converter import (
+    DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
+    ExternalStorage,
+    PayloadCodec,
+)
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -155,6 +160,12 @@ class SmythPlugin(SimplePlugin):
             # The codec runs first, so the store only ever holds ciphertext.
             converter = dataclasses.replace(
                 pydantic_data_converter, payload_codec=codec, external_storage=storage
+            )
+        if codec is not None:
+            # Failure messages and stack traces quote tool errors and arguments: with a
+            # codec they travel as an encoded payload, not as plaintext in history.
+            converter = dataclasses.replace(
+                converter, failure_converter_class=DefaultFailureConverterWithEncodedAttributes
             )
         super().__init__(
             "smyth_temporal.SmythPlugin",

@@ -8,14 +8,17 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from google.protobuf.json_format import MessageToJson
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
 from temporalio.client import Client
+from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
 from temporalio.testing import WorkflowEnvironment
@@ -43,18 +46,26 @@ SSN = "123-45-6789"
 """In the prompt: the customer data the issue says shows up as-is in the Temporal UI."""
 ACCOUNT = "ACCT-99-SECRET-ARG"
 """In the tool's arguments."""
+CLOSED = "CLOSED-77-SECRET-ARG"
+"""In the arguments of a call that fails, and so in its failure message."""
 DOSSIER = "DOSSIER-CONFIDENTIAL-RESULT"
 """In the tool's result (long, so it goes to the payload store)."""
-MARKERS = (SSN, ACCOUNT, DOSSIER)
+MARKERS = (SSN, ACCOUNT, DOSSIER, CLOSED)
 
 
-@tool(max_output_chars=50_000)
+@tool(
+    max_output_chars=50_000,
+    retry=RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=50)),
+)
 async def customer_file(account: str) -> str:
     """The customer's file.
 
     Args:
         account: The account number.
     """
+    if account.startswith("CLOSED"):
+        # The failure's message reaches history (ActivityTaskFailed), quoting the argument.
+        raise ValueError(f"account {account} is closed")
     return f"{DOSSIER} for {account}: " + "history line; " * 600
 
 
@@ -257,7 +268,13 @@ async def test_a_run_is_ciphertext_in_history_and_store(
     env: WorkflowEnvironment, task_queue: str, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = sealed_client(env, ring("k1"), monkeypatch)
-    model = ScriptedModel([tool_call("customer_file", account=ACCOUNT), summarize])
+    model = ScriptedModel(
+        [
+            tool_call("customer_file", account=CLOSED),
+            tool_call("customer_file", account=ACCOUNT),
+            summarize,
+        ]
+    )
     async with agent_worker(client, Clerk, model=model, task_queue=task_queue):
         agents = AgentClient(client, task_queue=task_queue)
         handle = await agents.start(Clerk, f"Summarize the file of the customer with SSN {SSN}")
@@ -267,6 +284,11 @@ async def test_a_run_is_ciphertext_in_history_and_store(
 
     # Without it, history (as the server holds it and the UI shows it) is ciphertext.
     history = await env.client.get_workflow_handle(handle.id).fetch_history()
+    failed = [
+        e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
+    assert failed, "the closed account's call should have failed in history"
+    assert failed[0].activity_task_failed_event_attributes.failure.message == "Encoded failure"
     proto = History(events=history.events)
     raw = MessageToJson(proto) + proto.SerializeToString().hex()
     for marker in MARKERS:
