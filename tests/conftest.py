@@ -96,3 +96,26 @@ async def skipping() -> AsyncIterator[WorkflowEnvironment]:
         yield environment
     finally:
         await environment.shutdown()
+
+
+CODEC_TOKEN = "codec-token-for-tests-0123456789"
+"""What the codec-server tests present (and the servers they start expect)."""
+
+
+@pytest.fixture
+def sealed_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """An encryption key, a codec token and a payload store of this test's own.
+
+    Set in the environment (so every ``SmythPlugin`` built in the test encrypts) and
+    returned, for the processes the test starts.
+    """
+    from smyth_temporal.security import new_key
+
+    settings = {
+        "SMYTH_ENCRYPTION_KEYS": new_key("k1"),
+        "SMYTH_PAYLOAD_PATH": str(tmp_path / "payloads"),
+        "SMYTH_CODEC_TOKEN": CODEC_TOKEN,
+    }
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    yield settings

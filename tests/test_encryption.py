@@ -34,6 +34,7 @@ from smyth_temporal import (
     SmythPlugin,
     tool,
 )
+from smyth_temporal._payloads import payloads_in
 from tests.approval_agents import Trader
 
 with workflow.unsafe.imports_passed_through():
@@ -334,7 +335,7 @@ async def test_a_tampered_store_file_fails_loudly(
     history = await client.get_workflow_handle(handle.id).fetch_history()
     failures = []
     for event in history.events:
-        for payload in _payloads(event):
+        for payload in payloads_in(event):
             try:
                 await client.data_converter.decode([payload])
             except Exception as exc:
@@ -369,33 +370,11 @@ async def test_rotation_with_a_run_that_started_before(
     key_ids = {
         payload.metadata["smyth-key-id"]
         for event in history.events
-        for payload in _payloads(event)
+        for payload in payloads_in(event)
         if "smyth-key-id" in payload.metadata
     }
     assert key_ids == {b"k1", b"k2"}  # started under k1, finished under k2
     assert SSN not in MessageToJson(History(events=history.events))
-
-
-def _payloads(event: object) -> Iterator[Payload]:
-    """Every payload of a history event (a walk over its message fields)."""
-    from google.protobuf.message import Message
-
-    def walk(message: Message) -> Iterator[Payload]:
-        if isinstance(message, Payload):
-            yield message
-            return
-        for field, value in message.ListFields():
-            if field.message_type is None:
-                continue
-            if isinstance(value, Message):
-                yield from walk(value)
-                continue
-            for item in value.values() if hasattr(value, "values") else value:
-                if isinstance(item, Message):
-                    yield from walk(item)
-
-    assert isinstance(event, Message)
-    yield from walk(event)
 
 
 def test_the_store_and_the_codec_compose(tmp_path: Path) -> None:

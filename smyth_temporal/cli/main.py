@@ -36,6 +36,7 @@ from temporalio.service import RPCError
 
 from smyth_temporal.cli import (
     approvals,
+    codec,
     demo,
     dev,
     keys,
@@ -74,6 +75,7 @@ app.add_typer(schedules.app, name="schedule")
 app.add_typer(serve.app)
 app.add_typer(keys.app, name="keys")
 app.add_typer(mcp.app, name="mcp")
+app.add_typer(codec.app)
 app.add_typer(demo.app)
 
 

@@ -14,7 +14,7 @@ from smyth_temporal.gateway._app import create_app
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
 from smyth_temporal.gateway._keys import KeyStore
 
-__all__ = ["DEV_HOST", "GRACEFUL_SHUTDOWN", "require_keys", "serve"]
+__all__ = ["DEV_HOST", "GRACEFUL_SHUTDOWN", "AnnouncingServer", "require_keys", "serve"]
 
 log = structlog.get_logger("smyth_temporal.gateway")
 
@@ -108,12 +108,12 @@ async def serve(
         )
 
     try:
-        await _Server(config, ready).serve()
+        await AnnouncingServer(config, ready).serve()
     except SystemExit as exc:  # how uvicorn gives up when it cannot bind the port
         raise ConfigurationError(f"cannot serve on {host}:{port} (see the log above)") from exc
 
 
-class _Server(uvicorn.Server):
+class AnnouncingServer(uvicorn.Server):
     """uvicorn's server, announcing when it listens."""
 
     def __init__(self, config: uvicorn.Config, ready: Callable[[], None]) -> None:

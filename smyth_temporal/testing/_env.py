@@ -46,19 +46,23 @@ async def start_dev_environment(
     *,
     search_attributes: Sequence[SearchAttributeKey[Any]] = (),
     extra_args: Sequence[str] = (),
+    ui_port: int | None = None,
 ) -> WorkflowEnvironment:
     """Start a real Temporal dev server (in memory) with ``SmythPlugin`` on its client.
 
     The search attributes smyth agents publish (``SmythStatus``,
-    ``SmythPendingApprovals``) are registered, plus any given.
+    ``SmythPendingApprovals``) are registered, plus any given. With ``ui_port`` the
+    server also serves the Temporal Web UI there.
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.4.0: ``ui_port``.
     """
     return await WorkflowEnvironment.start_local(
         dev_server_existing_path=find_binary("temporal"),
         plugins=[SmythPlugin()],
         search_attributes=[*SEARCH_ATTRIBUTES, *search_attributes],
         dev_server_extra_args=list(extra_args),
+        ui=ui_port is not None,
+        ui_port=ui_port,
     )
 
 

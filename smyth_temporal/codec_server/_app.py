@@ -1,0 +1,118 @@
+"""``create_codec_app``: Temporal's remote codec protocol over HTTP, behind a bearer token."""
+
+from __future__ import annotations
+
+import hmac
+from http import HTTPStatus
+
+import structlog
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from temporalio.api.common.v1 import Payloads
+
+from smyth_temporal.codec_server._decode import PayloadTranslator
+from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
+from smyth_temporal.gateway._limits import BodyLimit
+
+__all__ = ["MAX_BODY_BYTES", "create_codec_app"]
+
+log = structlog.get_logger("smyth_temporal.codec_server")
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest request accepted: a history page's payloads, with room to spare."""
+
+
+def _error(status: HTTPStatus, detail: str) -> JSONResponse:
+    return JSONResponse({"error": detail}, status_code=status)
+
+
+def create_codec_app(
+    translator: PayloadTranslator, *, token: str, ui_origins: list[str]
+) -> Starlette:
+    """The codec server's ASGI app.
+
+    ``POST .../encode`` and ``POST .../decode`` take and return ``{"payloads": [...]}``
+    (``temporal.api.common.v1.Payloads`` in protobuf's JSON form); as the protocol
+    says, only the path's last part is looked at, so the server can sit under any
+    prefix. Every call must present ``token``: as ``Authorization: Bearer <token>``
+    (the ``temporal`` CLI's ``--codec-auth``), or as the path segment before
+    ``encode``/``decode`` (``http://host:port/<token>/decode``) for the Temporal UI,
+    which cannot send a fixed header. Without it: 401, and nothing is decoded.
+    Cross-origin calls are allowed from ``ui_origins`` only.
+
+    Args:
+        translator: What decodes and encodes.
+        token: The secret callers present (at least 16 characters).
+        ui_origins: Web origins (``http://localhost:8233``) whose pages may call it.
+
+    Raises:
+        ConfigurationError: The token is too short to be a secret.
+
+    Added in 0.4.0.
+    """
+    if len(token) < 16:
+        raise ConfigurationError(
+            "SMYTH_CODEC_TOKEN must be at least 16 characters: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    expected = token.encode()
+
+    def authorized(request: Request, prefix: str) -> bool:
+        header = request.headers.get("authorization", "")
+        scheme, _, presented = header.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), expected):
+            return True
+        segment = prefix.rstrip("/").rpartition("/")[2]
+        return bool(segment) and hmac.compare_digest(segment.encode(), expected)
+
+    async def translate(request: Request) -> Response:
+        prefix, _, operation = request.url.path.rpartition("/")
+        if not authorized(request, prefix):
+            log.warning(
+                "codec.unauthorized", client=request.client.host if request.client else None
+            )
+            return _error(HTTPStatus.UNAUTHORIZED, "a bearer token is required (SMYTH_CODEC_TOKEN)")
+        try:
+            body = ParseDict(await request.json(), Payloads())
+        except (ValueError, ParseError) as exc:
+            return _error(
+                HTTPStatus.BAD_REQUEST, f'expected {{"payloads": [...]}} as protobuf JSON: {exc}'
+            )
+        namespace = request.headers.get("x-namespace")
+        try:
+            if operation == "decode":
+                payloads = await translator.decode(body.payloads, namespace)
+            else:
+                payloads = await translator.encode(body.payloads, namespace)
+        except PayloadDecryptionError as exc:
+            return _error(HTTPStatus.UNPROCESSABLE_ENTITY, str(exc))
+        except ConfigurationError as exc:  # a referenced file this process cannot see
+            return _error(HTTPStatus.NOT_FOUND, str(exc))
+        log.info(
+            "codec.translated", operation=operation, payloads=len(payloads), namespace=namespace
+        )
+        return JSONResponse(MessageToDict(Payloads(payloads=payloads)))
+
+    routes = [
+        Route("/{prefix:path}/decode", translate, methods=["POST"]),
+        Route("/{prefix:path}/encode", translate, methods=["POST"]),
+        Route("/decode", translate, methods=["POST"]),
+        Route("/encode", translate, methods=["POST"]),
+    ]
+    middleware = [
+        Middleware(BodyLimit, max_bytes=MAX_BODY_BYTES),
+        Middleware(
+            CORSMiddleware,
+            allow_origins=ui_origins,
+            allow_methods=["POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Namespace"],
+            allow_credentials=True,
+            max_age=600,
+        ),
+    ]
+    return Starlette(routes=routes, middleware=middleware)
