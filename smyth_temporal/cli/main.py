@@ -46,6 +46,7 @@ from smyth_temporal.cli import (
     schedules,
     serve,
     sessions,
+    storage,
     watch,
 )
 from smyth_temporal.cli._common import (
@@ -76,6 +77,7 @@ app.add_typer(serve.app)
 app.add_typer(keys.app, name="keys")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(codec.app)
+app.add_typer(storage.app, name="storage")
 app.add_typer(demo.app)
 
 

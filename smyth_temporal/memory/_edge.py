@@ -47,6 +47,7 @@ from typing import Any, cast
 import numpy as np
 import qdrant_edge as qe
 
+from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._store import (
     INDEXED_FIELDS,
@@ -144,12 +145,14 @@ class EdgeStore(MemoryStore):
                 _flush_and_close(shard)
                 shard = None
             if shard is None:
+                # Owner-only, whatever the umask: memories hold what agents learned.
+                private_dir(self.path)
                 directory = self._directory(name)
                 if (directory / _CONFIG_FILE).exists():
                     # With the config, loading checks it against the stored segments.
                     shard = self._open(name, lambda: qe.EdgeShard.load(str(directory), config))
                 else:
-                    directory.mkdir(parents=True, exist_ok=True)
+                    directory.mkdir(exist_ok=True, mode=0o700)
                     shard = self._open(name, lambda: qe.EdgeShard.create(str(directory), config))
             self._dimensions[name] = dimension
             # Also on an existing shard: one made by an older version may lack an index.

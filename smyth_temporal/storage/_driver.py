@@ -19,6 +19,7 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
 
 __all__ = ["DRIVER_NAME", "ContentAddressedFileDriver"]
@@ -68,6 +69,7 @@ class ContentAddressedFileDriver(StorageDriver):
         """
         self._root = Path(root).expanduser().absolute()
         self._name = name
+        self._root_ready = False
 
     @property
     def root(self) -> Path:
@@ -140,8 +142,22 @@ class ContentAddressedFileDriver(StorageDriver):
         return digest
 
     def _write_all(self, items: list[tuple[str, bytes]]) -> None:
+        if not self._root_ready:
+            # Owner-only, whatever the umask: the store holds conversations.
+            private_dir(self._root)
+            self._root_ready = True
         for digest, blob in items:
-            self._write(self.path_for(digest), blob)
+            self._write(self._checked(self.path_for(digest)), blob)
+
+    def _checked(self, path: Path) -> Path:
+        """``path``, after making sure no symlink leads it out of the store."""
+        for part in (path.parent, path):
+            if part.is_symlink():
+                raise ValueError(
+                    f"{part} is a symlink: the payload store refuses links, which could "
+                    "lead reads and writes outside it"
+                )
+        return path
 
     @staticmethod
     def _write(path: Path, blob: bytes) -> None:
@@ -155,7 +171,8 @@ class ContentAddressedFileDriver(StorageDriver):
         except FileNotFoundError:
             pass
         # Missing, or truncated by a crash of a writer that skipped the sync: (re)write.
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True, mode=0o700)
+        # mkstemp creates the file owner-only (0600).
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as file:
@@ -175,7 +192,7 @@ class ContentAddressedFileDriver(StorageDriver):
         return [self._read(digest) for digest in digests]
 
     def _read(self, digest: str) -> bytes:
-        path = self.path_for(digest)
+        path = self._checked(self.path_for(digest))
         try:
             blob = path.read_bytes()
         except FileNotFoundError:
