@@ -71,6 +71,7 @@ from smyth_temporal.types import (
     ToolEffect,
     Usage,
 )
+from smyth_temporal.types.secrets import SecretRef, secret
 
 if TYPE_CHECKING:
     from smyth_temporal.clients import (
@@ -154,6 +155,7 @@ __all__ = [
     "ScheduleNotFoundError",
     "ScheduleSummary",
     "ScheduledRun",
+    "SecretRef",
     "ServerUnavailableError",
     "SessionMessage",
     "SessionReply",
@@ -171,6 +173,7 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "secret",
     "tool",
     "tool_context",
 ]

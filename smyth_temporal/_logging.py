@@ -9,6 +9,8 @@ from typing import Any
 import structlog
 from temporalio import workflow
 
+from smyth_temporal._redaction import redact_event
+
 __all__ = ["WorkflowLogger", "configure_logging"]
 
 
@@ -86,6 +88,8 @@ def configure_logging(level: str = "INFO", *, json: bool = False) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            # Last before rendering: secret values never reach the log, whatever logged them.
+            redact_event,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),

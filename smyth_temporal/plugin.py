@@ -30,6 +30,7 @@ from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
+from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
 
@@ -106,7 +107,7 @@ class SmythPlugin(SimplePlugin):
     ```
 
     Added in 0.1.0. Changed in 0.2.0: ``payload_storage``. Changed in 0.3.0:
-    ``mcp_servers``. Changed in 0.4.0: ``encryption``.
+    ``mcp_servers``. Changed in 0.4.0: ``encryption``, ``secrets``.
     """
 
     def __init__(
@@ -119,6 +120,7 @@ class SmythPlugin(SimplePlugin):
         payload_storage: ExternalStorage | _Default | None = _DEFAULT,
         mcp_servers: Mapping[str, MCPServerConfig] | None = None,
         encryption: PayloadCodec | _Default | None = _DEFAULT,
+        secrets: Secrets | None = None,
     ) -> None:
         """Create the plugin.
 
@@ -152,6 +154,12 @@ class SmythPlugin(SimplePlugin):
                 ``SMYTH_ENCRYPTION_KEYS`` or ``SMYTH_ENCRYPTION_KEY_FILE``, or none
                 when neither is set; ``None``: no codec. Clients, workers and the
                 codec server must share the keys.
+            secrets: What resolves ``secret("NAME")`` on workers: for tools
+                (``@tool(secrets=[...])``) and MCP server headers or environments.
+                Default: ``Secrets.from_env()`` (``SMYTH_SECRETS_FILE``, then the
+                environment), allowed exactly the names the worker's tools and MCP
+                servers declare unless ``SMYTH_ALLOWED_SECRETS`` lists them (then a
+                declared name outside the list stops the worker at start).
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -177,6 +185,7 @@ class SmythPlugin(SimplePlugin):
         self._tools = tuple(tools)
         self._memory = memory
         self._sticky_queue_timeout = sticky_queue_timeout
+        self._secrets = secrets
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -193,7 +202,8 @@ class SmythPlugin(SimplePlugin):
             return config
         tools = [t for agent in agents for t in agent.config.tools] + list(self._tools)
         activities: list[Callable[..., Any]] = list(config.get("activities") or ())
-        activities += tool_activities(tools)
+        secrets = self._worker_secrets(tools)
+        activities += tool_activities(tools, secrets)
         activities += self._mcp_activities(agents)
         activities.append(ModelActivities(self._provider()).complete)
         serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
@@ -255,6 +265,16 @@ class SmythPlugin(SimplePlugin):
         from smyth_temporal.mcp import MCPActivities
 
         return MCPActivities(self._mcp).all()
+
+    def _worker_secrets(self, tools: Sequence[Tool]) -> Secrets:
+        """The resolver, allowed what this worker's tools and MCP servers declare."""
+        declared = {name for spec in tools for name in spec.secrets}
+        if self._mcp is not None:
+            declared |= {n for server in self._mcp.servers.values() for n in server.secret_names()}
+        secrets = (self._secrets or Secrets.from_env()).restrict(declared)
+        if self._mcp is not None:
+            self._mcp.secrets = secrets
+        return secrets
 
     def _memory_manager(self) -> MemoryManager:
         if self._memory is None:

@@ -39,6 +39,7 @@ from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import Settings
 
 __all__ = [
@@ -188,6 +189,7 @@ async def run_worker(
     stop: asyncio.Event | None = None,
     graceful_shutdown_timeout: timedelta = DEFAULT_GRACEFUL_SHUTDOWN,
     mcp_servers: Mapping[str, MCPServerConfig] | None = None,
+    secrets: Secrets | None = None,
 ) -> None:
     """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
 
@@ -207,6 +209,8 @@ async def run_worker(
         graceful_shutdown_timeout: See ``DEFAULT_GRACEFUL_SHUTDOWN``.
         mcp_servers: The MCP servers the agents may name (see ``SmythPlugin``); the
             worker opens them before it polls.
+        secrets: What resolves the secrets of tools and MCP servers (see
+            ``SmythPlugin``).
 
     Raises:
         ServerUnavailableError: Nothing answers at ``settings.address``.
@@ -214,12 +218,12 @@ async def run_worker(
             (so that a CLI exits as an interrupted program does).
         ConfigurationError: An MCP server cannot be reached (the message names it).
 
-    Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``.
+    Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``. Changed in 0.4.0: ``secrets``.
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
     names = [_agent_type(agent) for agent in agents]
-    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers)
+    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers, secrets=secrets)
     client = await connect_client(settings, plugins=[plugin])
     await _check_namespace(client, settings)
     options: dict[str, Any] = {}

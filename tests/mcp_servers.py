@@ -92,6 +92,8 @@ class ProbeServer:
     """``tools/call`` requests answered with HTTP 503 before they reach the server."""
     calls: list[tuple[str, str | None]] = field(default_factory=list)
     """Every call that reached a tool or the 503 gate: (tool or ``503:<tool>``, key)."""
+    authorizations: list[str] = field(default_factory=list)
+    """The ``Authorization`` header of every POST (what a worker's credentials look like)."""
 
     def __post_init__(self) -> None:
         self.server = server = MCPServer("probe")
@@ -159,6 +161,16 @@ class ProbeServer:
             added, name=name, description="Added while a run goes on.", annotations=READ_ONLY
         )
 
+    def add_whoami(self) -> None:
+        """A tool that repeats the request's credentials back (a careless server)."""
+
+        async def whoami() -> str:
+            return f"you sent {self.authorizations[-1] if self.authorizations else 'nothing'}"
+
+        self.server.add_tool(
+            whoami, name="whoami", description="Who am I to you?", annotations=READ_ONLY
+        )
+
     def keys(self, tool: str) -> list[str | None]:
         return [key for name, key in self.calls if name == tool]
 
@@ -204,6 +216,8 @@ class _Gate:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
+        headers = dict(scope.get("headers") or [])
+        self.probe.authorizations.append(headers.get(b"authorization", b"").decode())
         body = b""
         while True:
             message = await receive()

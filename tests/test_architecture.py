@@ -62,7 +62,17 @@ LAYERS: list[set[str]] = [
     {"agent"},
     {"context", "activities", "mcp"},
     {"tools", "memory", "models", "storage", "security"},
-    {"types", "exceptions", "settings", "_names", "_logging", "_text", "_payloads", "_files"},
+    {
+        "types",
+        "exceptions",
+        "settings",
+        "_names",
+        "_logging",
+        "_text",
+        "_payloads",
+        "_files",
+        "_redaction",
+    },
 ]
 """The packages of smyth_temporal, top to bottom: a module imports only its own layer
 and the layers below it."""

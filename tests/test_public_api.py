@@ -48,6 +48,7 @@ def test_top_level_exports() -> None:
         "ScheduleNotFoundError",
         "ScheduleSummary",
         "ScheduledRun",
+        "SecretRef",
         "ServerUnavailableError",
         "SessionMessage",
         "SessionReply",
@@ -65,6 +66,7 @@ def test_top_level_exports() -> None:
         "Usage",
         "UserError",
         "__version__",
+        "secret",
         "tool",
         "tool_context",
     ]

@@ -16,8 +16,15 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal._redaction import redact
 from smyth_temporal.activities._heartbeat import auto_heartbeat
-from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError, application_error
+from smyth_temporal.exceptions import (
+    ConfigurationError,
+    ToolArgumentsError,
+    ToolDefinitionError,
+    application_error,
+)
+from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.tools._context import ToolContext, _current
 from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
@@ -49,7 +56,7 @@ def render_output(value: Any, max_chars: int) -> ToolOutcome:
     return ToolOutcome(content=text[:max_chars] + note, truncated=True)
 
 
-def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
+def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], Any]:
     @activity.defn(name=spec.activity_name)
     async def run_tool(invocation: ToolInvocation) -> ToolOutcome:
         info = activity.info()
@@ -63,6 +70,7 @@ def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
             step=invocation.step,
             tenant=invocation.tenant,
             attempt=info.attempt,
+            secrets=_resolve(spec, secrets),
         )
         log = _log.bind(
             tool=spec.name,
@@ -89,14 +97,16 @@ def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
             log.warning("tool.failed", error=repr(exc))
             # A side-effecting tool that raised may have done part of its effect:
             # repeating it blindly is the caller's decision, not ours.
+            # Masked: an error quoting a secret would carry it to the model and history.
             raise ApplicationError(
-                f"{type(exc).__name__}: {exc}",
+                redact(f"{type(exc).__name__}: {exc}"),
                 type=type(exc).__name__,
                 non_retryable=spec.effect == "side_effect",
-            ) from exc
+            ) from None
         finally:
             _current.reset(token)
         outcome = render_output(value, spec.max_output_chars)
+        outcome.content = redact(outcome.content)
         log.info("tool.completed", chars=len(outcome.content), truncated=outcome.truncated)
         return outcome
 
@@ -104,8 +114,23 @@ def _make_activity(spec: Tool) -> Callable[[ToolInvocation], Any]:
     return run_tool
 
 
-def tool_activities(tools: Iterable[Tool]) -> list[Callable[..., Any]]:
-    """The activities to register on a worker for these tools (one per distinct name)."""
+def _resolve(spec: Tool, secrets: Secrets) -> dict[str, str]:
+    try:
+        return secrets.values(spec.secrets)
+    except ConfigurationError as exc:
+        # A worker without the secret cannot serve the call; another worker may have it.
+        raise ApplicationError(str(exc), type="ConfigurationError") from None
+
+
+def tool_activities(
+    tools: Iterable[Tool], secrets: Secrets | None = None
+) -> list[Callable[..., Any]]:
+    """The activities to register on a worker for these tools (one per distinct name).
+
+    Args:
+        tools: The tools.
+        secrets: What resolves the secrets tools declare (default: the environment).
+    """
     seen: dict[str, Tool] = {}
     for spec in tools:
         if spec.executor != ACTIVITY_EXECUTOR:
@@ -116,4 +141,5 @@ def tool_activities(tools: Iterable[Tool]) -> list[Callable[..., Any]]:
                 f"two different tools are named {spec.name!r}: {other.fn.__qualname__} "
                 f"and {spec.fn.__qualname__}; activity names must be unique on a worker"
             )
-    return [_make_activity(spec) for spec in seen.values()]
+    resolver = secrets if secrets is not None else Secrets()
+    return [_make_activity(spec, resolver) for spec in seen.values()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import threading
 from pathlib import Path
@@ -30,6 +31,7 @@ from smyth_temporal.devserver import (
 )
 from smyth_temporal.exceptions import ClientError
 from smyth_temporal.mcp import parse_server
+from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,
@@ -180,6 +182,24 @@ def worker(
             "over stdio, e.g. git='uvx mcp-server-git', or a streamable-HTTP URL; repeatable",
         ),
     ] = None,
+    secrets_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--secrets-file",
+            metavar="PATH",
+            help='NAME=value lines (owner-only) that secret("NAME") references resolve from '
+            "before the environment (default: SMYTH_SECRETS_FILE)",
+        ),
+    ] = None,
+    allow_secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-secret",
+            metavar="NAME",
+            help="a secret this worker may hand out, repeatable (default: SMYTH_ALLOWED_SECRETS, "
+            "else the names its tools and MCP servers declare)",
+        ),
+    ] = None,
 ) -> None:
     """Serve agent classes."""
     settings = options.settings()
@@ -193,5 +213,15 @@ def worker(
             model=provider,
             max_cached_workflows=max_cached_workflows,
             mcp_servers=servers,
+            secrets=_secrets(secrets_file, allow_secret),
         )
     )
+
+
+def _secrets(secrets_file: Path | None, allow: list[str] | None) -> Secrets:
+    environ = dict(os.environ)
+    if secrets_file is not None:
+        environ[SECRETS_FILE_ENV] = str(secrets_file)
+    if allow:
+        environ[ALLOWED_SECRETS_ENV] = ",".join(allow)
+    return Secrets.from_env(environ)

@@ -48,6 +48,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal._redaction import redact
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities.tools import render_output
 from smyth_temporal.exceptions import ConfigurationError, MCPServerError
@@ -144,7 +145,10 @@ class MCPActivities:
         outcome = render_output(render_result(result), request.max_output_chars)
         log.info("mcp.call_completed", chars=len(outcome.content), is_error=result.is_error)
         return MCPCallOutcome(
-            content=outcome.content, truncated=outcome.truncated, is_error=result.is_error
+            # Masked: a server echoing a header's token would carry it to the model.
+            content=redact(outcome.content),
+            truncated=outcome.truncated,
+            is_error=result.is_error,
         )
 
     def _for(self, server: str) -> list[Callable[..., Any]]:
@@ -165,7 +169,7 @@ def classify(exc: BaseException, server: str, effect: ToolEffect) -> Application
     See the module's table: whether a retry may help, and, for a side-effecting tool,
     whether the tool could have acted already.
     """
-    message = f"MCP server {server!r}: {reason(exc)}"
+    message = redact(f"MCP server {server!r}: {reason(exc)}")
     if isinstance(exc, ApplicationError):
         return exc
     if isinstance(exc, MCPError):

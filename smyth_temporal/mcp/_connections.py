@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.mcp._servers import MCPServerConfig, StdioServer
+from smyth_temporal.security._secrets import Secrets
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "MCPConnections", "reason"]
 
@@ -47,9 +48,10 @@ _BROKEN_CODES = {CONNECTION_CLOSED, REQUEST_TIMEOUT}
 class _Connection:
     """One open ``mcp.Client``, held open by its owner task until ``close``."""
 
-    def __init__(self, name: str, server: MCPServerConfig) -> None:
+    def __init__(self, name: str, server: MCPServerConfig, secrets: Secrets) -> None:
         self.name = name
         self.server = server
+        self.secrets = secrets
         self.retired = False
         self._ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
@@ -73,7 +75,9 @@ class _Connection:
     async def _own(self) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
-                client = await stack.enter_async_context(_client_for(self.server, stack))
+                client = await stack.enter_async_context(
+                    _client_for(self.server, stack, self.secrets)
+                )
                 self._ready.set_result(client)
                 _log.info("mcp.connected", server=self.name, to=self.server.describe())
                 await self._stop.wait()
@@ -100,7 +104,7 @@ class _Connection:
 
 @contextlib.asynccontextmanager
 async def _client_for(
-    server: MCPServerConfig, stack: contextlib.AsyncExitStack
+    server: MCPServerConfig, stack: contextlib.AsyncExitStack, secrets: Secrets
 ) -> AsyncIterator[Client]:
     # The response cache is off: the run's history is the record of what a server
     # listed, and a tool added since must show up in the next run's listing.
@@ -108,14 +112,14 @@ async def _client_for(
         params = StdioServerParameters(
             command=server.command[0],
             args=list(server.command[1:]),
-            env=server.environment() or None,
+            env=server.environment(secrets) or None,
             cwd=server.cwd,
         )
         async with Client(params, cache=None) as client:
             yield client
         return
     http = await stack.enter_async_context(
-        httpx2.AsyncClient(headers=server.request_headers(), timeout=_HTTP_TIMEOUT)
+        httpx2.AsyncClient(headers=server.request_headers(secrets), timeout=_HTTP_TIMEOUT)
     )
     async with Client(streamable_http_client(server.url, http_client=http), cache=None) as client:
         yield client
@@ -146,6 +150,7 @@ class MCPConnections:
         servers: Mapping[str, MCPServerConfig],
         *,
         connect_timeout: timedelta = DEFAULT_CONNECT_TIMEOUT,
+        secrets: Secrets | None = None,
     ) -> None:
         bad = [name for name in servers if not _NAME.match(name)]
         if bad:
@@ -153,6 +158,7 @@ class MCPConnections:
                 f"MCP server names {bad} must be 1-64 letters, digits, '_' or '-'"
             )
         self.servers = dict(servers)
+        self.secrets = secrets if secrets is not None else Secrets()
         self._timeout = connect_timeout.total_seconds()
         self._open: dict[str, _Connection] = {}
         self._users = 0
@@ -252,7 +258,7 @@ class MCPConnections:
         if current is None or not current.usable:
             if current is not None:
                 _log.info("mcp.reconnecting", server=name)
-            current = self._open[name] = _Connection(name, server)
+            current = self._open[name] = _Connection(name, server, self.secrets)
         return current
 
     async def _retire(self, connection: _Connection, error: BaseException | None) -> None:

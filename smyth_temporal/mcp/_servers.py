@@ -2,18 +2,19 @@
 
 Plain configuration (no ``mcp`` import): a worker names each server, and agents refer
 to the names only, so commands, URLs and credentials never enter a workflow's history.
-A ``secret`` is read from the worker's environment when the connection opens.
+A ``secret("NAME")`` is resolved by the worker's ``Secrets`` when the connection opens.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.types.secrets import SecretRef, secret
 
 __all__ = [
     "HttpServer",
@@ -25,49 +26,19 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Secret:
-    """A value the worker reads from its environment when it connects (never logged).
+Secret = SecretRef
+"""The reference type of ``secret`` (kept under its 0.3.0 name)."""
 
-    Added in 0.3.0.
-    """
-
-    env: str
-    """The environment variable that holds it."""
-
-    def resolve(self) -> str:
-        """The value now.
-
-        Raises:
-            ConfigurationError: The variable is not set.
-        """
-        value = os.environ.get(self.env)
-        if value is None:
-            raise ConfigurationError(
-                f"the secret {self.env} is not set in the worker's environment"
-            )
-        return value
-
-    def __repr__(self) -> str:
-        return f"secret({self.env!r})"
+Value = str | SecretRef
+"""A setting given as is, or resolved on the worker (``secret``)."""
 
 
-def secret(env: str) -> Secret:
-    """A value to read from the environment variable ``env`` when a connection opens.
-
-    ``HttpServer(url, headers={"Authorization": secret("SEARCH_TOKEN")})``
-
-    Added in 0.3.0.
-    """
-    return Secret(env)
+def _resolved(values: Mapping[str, Value], secrets: Secrets) -> dict[str, str]:
+    return {k: secrets.resolve(v) if isinstance(v, SecretRef) else v for k, v in values.items()}
 
 
-Value = str | Secret
-"""A setting given as is, or read from the environment (``secret``)."""
-
-
-def _resolved(values: Mapping[str, Value]) -> dict[str, str]:
-    return {k: v.resolve() if isinstance(v, Secret) else v for k, v in values.items()}
+def _names(values: Mapping[str, Value]) -> set[str]:
+    return {v.name for v in values.values() if isinstance(v, SecretRef)}
 
 
 @dataclass(frozen=True)
@@ -93,9 +64,13 @@ class StdioServer:
                 "StdioServer takes the command as a list: StdioServer(['uvx', 'mcp-server-git'])"
             )
 
-    def environment(self) -> dict[str, str]:
-        """The extra environment with its secrets read."""
-        return _resolved(self.env)
+    def environment(self, secrets: Secrets) -> dict[str, str]:
+        """The extra environment with its secrets resolved."""
+        return _resolved(self.env, secrets)
+
+    def secret_names(self) -> set[str]:
+        """The secrets it needs."""
+        return _names(self.env)
 
     def describe(self) -> str:
         """What to show in logs and errors (the command line, never the environment)."""
@@ -118,9 +93,13 @@ class HttpServer:
         if urlsplit(self.url).scheme not in ("http", "https"):
             raise ConfigurationError(f"HttpServer needs an http(s) URL, not {self.url!r}")
 
-    def request_headers(self) -> dict[str, str]:
-        """The headers with their secrets read."""
-        return _resolved(self.headers)
+    def request_headers(self, secrets: Secrets) -> dict[str, str]:
+        """The headers with their secrets resolved."""
+        return _resolved(self.headers, secrets)
+
+    def secret_names(self) -> set[str]:
+        """The secrets it needs."""
+        return _names(self.headers)
 
     def describe(self) -> str:
         """What to show in logs and errors: the URL without credentials or query."""

@@ -6,11 +6,14 @@ import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, to_model_response
 from smyth_temporal.models._provider import TextSink
+from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema
+from smyth_temporal.types.secrets import SecretRef
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream
@@ -47,7 +50,7 @@ class OpenAIProvider:
         self,
         *,
         base_url: str | None = None,
-        api_key: str | None = None,
+        api_key: str | SecretRef | None = None,
         timeout: float = DEFAULT_MODEL_HTTP_TIMEOUT,
         client: AsyncOpenAI | None = None,
         structured_output: StructuredOutput = "json_schema",
@@ -56,7 +59,10 @@ class OpenAIProvider:
 
         Args:
             base_url: The endpoint, e.g. ``http://localhost:11434/v1``.
-            api_key: The key; endpoints that need none accept any string.
+            api_key: The key, or ``secret("NAME")`` to resolve it on the worker from its
+                environment or secrets file (``Secrets.from_env()``, allow-list
+                included); endpoints that need none accept any string. Either way the
+                key is masked in logs.
             timeout: Seconds per HTTP request.
             client: A ready client (its retry setting is left as the caller made it).
             structured_output: How a typed final answer (``AgentConfig.output_type``)
@@ -70,7 +76,12 @@ class OpenAIProvider:
         if client is None:
             from openai import AsyncOpenAI
 
-            key = api_key or os.environ.get("OPENAI_API_KEY")
+            if isinstance(api_key, SecretRef):
+                key: str | None = Secrets.from_env().resolve(api_key)
+            else:
+                key = api_key or os.environ.get("OPENAI_API_KEY")
+            if key:
+                register_secret("OPENAI_API_KEY", key)
             if not key:
                 raise ConfigurationError(
                     "the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "

@@ -5,7 +5,10 @@
 - ``KeyRing`` / ``EncryptionKey``: the keys, from ``SMYTH_ENCRYPTION_KEYS``
   (``id:base64-of-32-bytes``, comma-separated, current first) or
   ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
-- ``new_key()``: a fresh key entry (``smyth encryption new-key``).
+- ``new_key()``: a fresh key entry (``smyth encryption-key``).
+- ``Secrets``: ``secret("NAME")`` references resolved on the worker, from its
+  environment (``EnvSecrets``) or a secrets file (``FileSecrets``), any
+  ``SecretBackend`` (Vault, a cloud secrets manager), with an allow-list.
 
 Nothing here is imported by workflow code. Names load lazily: a workflow module that
 names ``SmythPlugin`` imports the plugin inside the sandbox, which cannot re-import
@@ -33,6 +36,14 @@ if TYPE_CHECKING:
         KeyRing,
         new_key,
     )
+    from smyth_temporal.security._secrets import (
+        ALLOWED_SECRETS_ENV,
+        SECRETS_FILE_ENV,
+        EnvSecrets,
+        FileSecrets,
+        SecretBackend,
+        Secrets,
+    )
 
 _HOMES = {
     "ENCODING": "_encryption",
@@ -44,6 +55,12 @@ _HOMES = {
     "KeyProvider": "_keys_encryption",
     "KeyRing": "_keys_encryption",
     "new_key": "_keys_encryption",
+    "ALLOWED_SECRETS_ENV": "_secrets",
+    "SECRETS_FILE_ENV": "_secrets",
+    "EnvSecrets": "_secrets",
+    "FileSecrets": "_secrets",
+    "SecretBackend": "_secrets",
+    "Secrets": "_secrets",
 }
 
 
@@ -55,13 +72,19 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALLOWED_SECRETS_ENV",
     "ENCODING",
     "ENCRYPTION_COMPRESS_ENV",
     "ENCRYPTION_KEYS_ENV",
     "ENCRYPTION_KEY_FILE_ENV",
+    "SECRETS_FILE_ENV",
     "EncryptionCodec",
     "EncryptionKey",
+    "EnvSecrets",
+    "FileSecrets",
     "KeyProvider",
     "KeyRing",
+    "SecretBackend",
+    "Secrets",
     "new_key",
 ]

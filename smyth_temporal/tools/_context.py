@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from smyth_temporal.exceptions import UserError
 
@@ -35,6 +35,9 @@ class ToolContext(BaseModel):
     """The tenant the agent runs for."""
     attempt: int
     """The activity attempt, from 1."""
+    secrets: dict[str, str] = Field(default_factory=dict, repr=False, exclude=True)
+    """The values of the secrets the tool declares (``@tool(secrets=[...])``), by name,
+    resolved on this worker for this call; never serialized or shown. Added in 0.4.0."""
 
 
 _current: ContextVar[ToolContext | None] = ContextVar("smyth_tool_context", default=None)

@@ -21,6 +21,7 @@ import pydantic
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
+from smyth_temporal.types.secrets import SECRET_NAME_PATTERN
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
 __all__ = [
@@ -105,6 +106,9 @@ class Tool:
     """What runs a call: ``activity`` (the tool's own activity on a worker, for every
     ``@tool``), or the name of an executor of the agent runtime (``memory`` and
     ``delegate`` for the built-in tools). Added in 0.3.0."""
+    secrets: tuple[str, ...] = ()
+    """Secrets the tool reads through ``tool_context().secrets``, resolved on the worker
+    for each call. Added in 0.4.0."""
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether this call (with validated JSON ``arguments``) needs a decision first."""
@@ -212,6 +216,7 @@ def tool(
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
+    secrets: Sequence[str] = (),
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -230,6 +235,7 @@ def tool(
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
+    secrets: Sequence[str] = (),
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn an async function into a tool the model can call.
 
@@ -257,6 +263,9 @@ def tool(
             or the name of an executor the agent class provides in
             ``AgentWorkflow.tool_executors`` (a tool run by workflow code, from its
             state and building blocks; the function is then only its signature).
+        secrets: Names of secrets the tool reads with ``tool_context().secrets[NAME]``;
+            the worker resolves them per call (its environment or secrets file, within
+            its allow-list) and masks their values in the tool's result and errors.
 
     Returns:
         A ``Tool``, or a decorator that makes one.
@@ -264,8 +273,13 @@ def tool(
     Raises:
         ToolDefinitionError: The function is not async, or a parameter has no type hint.
 
-    Added in 0.1.0. Changed in 0.3.0: ``executor``.
+    Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``.
     """
+    bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
+    if bad or isinstance(secrets, str):
+        raise ToolDefinitionError(
+            f"@tool(secrets=...) takes a list of names like WEATHER_KEY, not {secrets!r}"
+        )
 
     def make(fn: ToolFunction) -> Tool:
         spec = _make_tool(
@@ -284,6 +298,7 @@ def tool(
             approval_timeout=approval_timeout,
             on_timeout=on_timeout,
             executor=executor,
+            secrets=tuple(secrets),
         )
 
     return make(fn) if fn is not None else make

@@ -1,0 +1,195 @@
+"""``Secrets``: credentials resolved on the worker, from its environment or a secrets file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from smyth_temporal._redaction import register_secret
+from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.types.secrets import SecretRef
+
+__all__ = [
+    "ALLOWED_SECRETS_ENV",
+    "SECRETS_FILE_ENV",
+    "EnvSecrets",
+    "FileSecrets",
+    "SecretBackend",
+    "Secrets",
+]
+
+SECRETS_FILE_ENV = "SMYTH_SECRETS_FILE"
+"""A file of ``NAME=value`` lines (owner-only) that a worker reads secrets from first.
+
+Added in 0.4.0.
+"""
+
+ALLOWED_SECRETS_ENV = "SMYTH_ALLOWED_SECRETS"
+"""Comma-separated names a worker may hand out; unset: the names its tools, MCP servers
+and model providers declare.
+
+Added in 0.4.0.
+"""
+
+
+@runtime_checkable
+class SecretBackend(Protocol):
+    """Where secret values come from.
+
+    Implement ``get`` over Vault, AWS Secrets Manager or a KMS-backed store and pass
+    it to ``Secrets(backends=[...])``; the first backend that knows a name wins.
+
+    Added in 0.4.0.
+    """
+
+    def get(self, name: str) -> str | None:
+        """The value of ``name``, or ``None`` if this backend does not have it."""
+        ...
+
+
+class EnvSecrets:
+    """Secrets from the worker's environment variables.
+
+    Added in 0.4.0.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        """Read from ``environ`` (default: ``os.environ``, read at each lookup)."""
+        self._environ = environ
+
+    def get(self, name: str) -> str | None:
+        """The variable ``name``, or ``None``."""
+        return (os.environ if self._environ is None else self._environ).get(name)
+
+
+class FileSecrets:
+    """Secrets from a file of ``NAME=value`` lines (``#`` comments), read once.
+
+    Added in 0.4.0.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Read the file.
+
+        Raises:
+            ConfigurationError: It is missing, readable by group or others (as ssh
+                refuses such keys), or has a line that is not ``NAME=value``.
+        """
+        file = Path(path)
+        try:
+            mode = file.stat().st_mode
+            text = file.read_text()
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read the secrets file {file}: {exc}") from None
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigurationError(
+                f"the secrets file {file} is readable by others; chmod 600 {file}"
+            )
+        self._values: dict[str, str] = {}
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, sep, value = line.partition("=")
+            if not sep or not name.strip():
+                raise ConfigurationError(f"{file}:{number}: expected NAME=value")
+            self._values[name.strip()] = value.strip()
+
+    def get(self, name: str) -> str | None:
+        """The value of ``name`` in the file, or ``None``."""
+        return self._values.get(name)
+
+
+class Secrets:
+    """What a worker resolves ``secret("NAME")`` references with, and may hand out.
+
+    Every value resolved is registered for redaction: logs, tool results and error
+    messages show ``[secret:NAME]`` in its place (see ``smyth_temporal._redaction``).
+
+    Added in 0.4.0.
+    """
+
+    def __init__(
+        self,
+        backends: Iterable[SecretBackend] | None = None,
+        *,
+        allow: Iterable[str] | None = None,
+    ) -> None:
+        """Create the resolver.
+
+        Args:
+            backends: Where to look, first match wins (default: the environment).
+            allow: The only names this worker hands out (``None``: those its tools,
+                MCP servers and model providers declare; see ``SmythPlugin``).
+        """
+        self._backends = list(backends) if backends is not None else [EnvSecrets()]
+        self._allow = frozenset(allow) if allow is not None else None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Secrets:
+        """``SMYTH_SECRETS_FILE`` (then the environment) and ``SMYTH_ALLOWED_SECRETS``.
+
+        Raises:
+            ConfigurationError: The secrets file is unreadable, open to others or malformed.
+        """
+        env = os.environ if environ is None else environ
+        backends: list[SecretBackend] = []
+        if env.get(SECRETS_FILE_ENV):
+            backends.append(FileSecrets(env[SECRETS_FILE_ENV]))
+        backends.append(EnvSecrets(environ))
+        listed = env.get(ALLOWED_SECRETS_ENV)
+        allow = [n.strip() for n in listed.split(",") if n.strip()] if listed else None
+        return cls(backends, allow=allow)
+
+    @property
+    def allowed(self) -> frozenset[str] | None:
+        """The allow-list, or ``None`` when it is what the worker declares."""
+        return self._allow
+
+    def restrict(self, declared: Iterable[str]) -> Secrets:
+        """This resolver, allowed exactly ``declared`` if no allow-list was given.
+
+        Raises:
+            ConfigurationError: A declared name is not on the given allow-list.
+        """
+        names = frozenset(declared)
+        if self._allow is None:
+            return Secrets(self._backends, allow=names)
+        outside = sorted(names - self._allow)
+        if outside:
+            raise ConfigurationError(
+                f"secrets {outside} are used by this worker's tools, MCP servers or models but "
+                f"not allowed; add them to {ALLOWED_SECRETS_ENV} (or smyth worker --allow-secret)"
+            )
+        return self
+
+    def resolve(self, ref: SecretRef | str) -> str:
+        """The value of a reference (formatted), registered for redaction.
+
+        Raises:
+            ConfigurationError: The name is not allowed on this worker, or no backend
+                has it. Both name the secret, never a value.
+        """
+        ref = ref if isinstance(ref, SecretRef) else SecretRef(name=ref)
+        if self._allow is not None and ref.name not in self._allow:
+            raise ConfigurationError(
+                f"secret {ref.name} is not allowed on this worker; allow it with "
+                f"{ALLOWED_SECRETS_ENV} or smyth worker --allow-secret {ref.name}"
+            )
+        for backend in self._backends:
+            value = backend.get(ref.name)
+            if value is not None:
+                register_secret(ref.name, value)
+                formatted = ref.format.replace("{}", value)
+                register_secret(ref.name, formatted)
+                return formatted
+        raise ConfigurationError(
+            f"secret {ref.name} is not set on this worker (environment or {SECRETS_FILE_ENV})"
+        )
+
+    def values(self, names: Iterable[str]) -> dict[str, str]:
+        """The values of ``names``, by name (what ``tool_context().secrets`` holds)."""
+        return {name: self.resolve(name) for name in names}
