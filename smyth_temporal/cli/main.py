@@ -36,6 +36,7 @@ from temporalio.service import RPCError
 
 from smyth_temporal.cli import (
     approvals,
+    audit,
     codec,
     demo,
     dev,
@@ -69,7 +70,7 @@ app = typer.Typer(
     help="Durable AI agents on Temporal: a dev server, workers, agent runs, human approvals "
     "and long-term memory.",
 )
-for group in (dev, runs, watch, approvals, sessions):
+for group in (dev, runs, watch, approvals, sessions, audit):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")

@@ -15,6 +15,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval
+from smyth_temporal.clients._audit import read_audit
 from smyth_temporal.clients._base import (
     PICKUP_TIMEOUT,
     AgentRef,
@@ -34,6 +35,7 @@ from smyth_temporal.exceptions import AgentFailedError, ClientError, UnknownAgen
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
+from smyth_temporal.types.audit import AuditTrail
 
 __all__ = ["PROGRESS_INTERVAL", "AgentClient", "PendingApproval"]
 
@@ -281,6 +283,19 @@ class AgentClient(ApprovalsClient, SessionsClient):
             data = TypeAdapter(output_type).validate_python(result.data)
             result = result.model_copy(update={"data": data})
         return result
+
+    async def audit(self, workflow_id: str) -> AuditTrail:
+        """The audit trail of ``workflow_id``: what every run of it did, from history.
+
+        Model calls, tool and MCP calls, approvals, memory writes and forgets,
+        interrupts, lost workers and continue-as-new, oldest first.
+
+        Raises:
+            AgentNotFoundError: No run has that id.
+
+        Added in 0.4.0.
+        """
+        return await read_audit(self.client, workflow_id)
 
     async def workers_polling(self, task_queue: str | None = None) -> int:
         """How many workers poll the agents' task queue for workflow tasks right now."""

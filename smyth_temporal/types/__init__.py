@@ -11,6 +11,8 @@ can all depend on it and on nothing above it.
 - ``compaction``: the lineage record of a summary.
 - ``events``: what a run publishes to its event stream (``AgentEvent``).
 - ``visibility``: the search attributes and memo keys agents publish.
+- ``audit``: an agent's audit trail (``AuditTrail``), read from history.
+- ``secrets``: ``secret("NAME")``, a credential by name, resolved on workers.
 """
 
 from smyth_temporal.types.agent import (
@@ -34,6 +36,7 @@ from smyth_temporal.types.approvals import (
     ApprovalStatus,
     arguments_sha256,
 )
+from smyth_temporal.types.audit import AuditEntry, AuditKind, AuditTrail
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.events import (
     EVENTS_TOPIC,
@@ -106,6 +109,9 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalRequested",
     "ApprovalStatus",
+    "AuditEntry",
+    "AuditKind",
+    "AuditTrail",
     "Compaction",
     "CompactionDone",
     "ContinuedAsNew",

@@ -1,0 +1,66 @@
+"""The audit trail of an agent: what it did, read from Temporal's history (pure data)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["AuditEntry", "AuditKind", "AuditTrail"]
+
+AuditKind = Literal[
+    "run_started",
+    "model_call",
+    "tool_call",
+    "mcp_call",
+    "memory_write",
+    "memory_forget",
+    "memory_read",
+    "approval_decided",
+    "interrupt",
+    "message",
+    "worker_lost",
+    "continued_as_new",
+    "run_finished",
+]
+"""What an entry records."""
+
+
+class AuditEntry(BaseModel):
+    """One thing the agent did or was told, with where history says it.
+
+    Added in 0.4.0.
+    """
+
+    time: datetime
+    """When the server recorded it."""
+    run_id: str
+    """The run whose history holds it."""
+    event_id: int
+    """The history event it was read from (the closing one for activities)."""
+    kind: AuditKind
+    """What it is."""
+    fields: dict[str, Any] = Field(default_factory=dict)
+    """The details: model and tokens, tool and argument hash, who decided, ..."""
+
+
+class AuditTrail(BaseModel):
+    """Everything an agent's workflow id did, across all its runs, in order.
+
+    Read from the server's history only (and the provenance memory writes carry), so
+    nothing in it comes from state the agent could have altered.
+
+    Added in 0.4.0.
+    """
+
+    workflow_id: str
+    """The agent's workflow id."""
+    runs: list[str]
+    """Its run ids, first to last (continue-as-new links them)."""
+    entries: list[AuditEntry]
+    """What happened, oldest first."""
+
+    def of(self, kind: AuditKind) -> list[AuditEntry]:
+        """The entries of one kind."""
+        return [entry for entry in self.entries if entry.kind == kind]
