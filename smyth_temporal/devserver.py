@@ -186,6 +186,7 @@ def dev_server_command(
     db_path: Path,
     namespace: str = DEFAULT_NAMESPACE,
     ip: str | None = None,
+    extra_namespaces: Sequence[str] = (),
 ) -> list[str]:
     """The command line that starts a dev server with smyth's search attributes.
 
@@ -195,6 +196,7 @@ def dev_server_command(
         db_path: The SQLite file that keeps the server's state.
         namespace: A namespace to create at launch (``default`` always exists).
         ip: The address to bind (default: the server's, ``localhost``).
+        extra_namespaces: More namespaces to create (one per environment).
 
     Returns:
         The argument vector, binary first.
@@ -216,6 +218,9 @@ def dev_server_command(
         "--log-level",
         "warn",
     ]
+    for extra in dict.fromkeys(extra_namespaces):
+        if extra != namespace:
+            command += ["--namespace", extra]
     if ip is not None:
         command += ["--ip", ip]
     for key, kind in search_attribute_types().items():
@@ -253,6 +258,7 @@ class DevServer:
         state_dir: Path = DEFAULT_STATE_DIR,
         host: str = "localhost",
         die_with_parent: bool = False,
+        extra_namespaces: Sequence[str] = (),
     ) -> None:
         """Describe the server; nothing starts until ``start()``.
 
@@ -268,6 +274,7 @@ class DevServer:
                 for a server that must not outlive its owner; leave it unset for one
                 that should (the demo's ``keep_server``). Only the thread that starts
                 the server counts as its parent, so start it from the main thread.
+            extra_namespaces: More namespaces to create at launch (environments).
         """
         self.port = port
         self.ui_port = ui_port if ui_port is not None else port + UI_PORT_OFFSET
@@ -275,6 +282,7 @@ class DevServer:
         self.db_path = db_path if db_path is not None else state_dir / "temporal.db"
         self.log_path = state_dir / "temporal.log"
         self.namespace = namespace
+        self.extra_namespaces = tuple(extra_namespaces)
         self.host = host
         self.die_with_parent = die_with_parent
         self.process: subprocess.Popen[bytes] | None = None
@@ -303,6 +311,7 @@ class DevServer:
             db_path=self.db_path,
             namespace=self.namespace,
             ip=None if self.host == "localhost" else self.host.strip("[]"),
+            extra_namespaces=self.extra_namespaces,
         )
 
     def start(self) -> Self:

@@ -31,6 +31,7 @@ from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
 
@@ -186,6 +187,9 @@ class SmythPlugin(SimplePlugin):
         self._memory = memory
         self._sticky_queue_timeout = sticky_queue_timeout
         self._secrets = secrets
+        # Read now, like the payload store: the memory is opened later, lazily, and
+        # must belong to the environment this plugin was made for.
+        self._environment = current_environment()
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -278,7 +282,7 @@ class SmythPlugin(SimplePlugin):
 
     def _memory_manager(self) -> MemoryManager:
         if self._memory is None:
-            self._memory = default_memory()
+            self._memory = default_memory(self._environment)
         return self._memory
 
     def _provider(self) -> ModelProvider:

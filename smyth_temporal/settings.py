@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -11,7 +12,15 @@ from temporalio.envconfig import ClientConfig
 
 from smyth_temporal.exceptions import ConfigurationError
 
-__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "Settings"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TASK_QUEUE",
+    "ENVIRONMENT_ENV",
+    "Settings",
+    "current_environment",
+    "environment_namespace",
+]
 
 DEFAULT_ADDRESS = "localhost:7233"
 """Where the Temporal frontend listens when nothing else is said."""
@@ -24,6 +33,50 @@ DEFAULT_TASK_QUEUE = "smyth-agents"
 
 _HOST_PORT = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
 
+ENVIRONMENT_ENV = "SMYTH_ENV"
+"""Selects an environment (``staging``, ``production``); else ``TEMPORAL_PROFILE`` does.
+
+Added in 0.4.0.
+"""
+
+_ENVIRONMENT = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+
+
+def current_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """The environment this process runs in, or ``None``.
+
+    ``SMYTH_ENV``, else the ``temporal.toml`` profile named by ``TEMPORAL_PROFILE``
+    (other than ``default``). An environment keeps everything apart: its own Temporal
+    namespace (default ``smyth-<env>``), memory collections and payload-store directory.
+
+    Raises:
+        ConfigurationError: The name is not 1-32 lowercase letters, digits or dashes.
+
+    Added in 0.4.0.
+    """
+    env = os.environ if environ is None else environ
+    name = env.get(ENVIRONMENT_ENV, "").strip()
+    source = ENVIRONMENT_ENV
+    if not name:
+        name, source = env.get("TEMPORAL_PROFILE", "").strip(), "TEMPORAL_PROFILE"
+        if name == "default":
+            name = ""
+    if not name:
+        return None
+    if not _ENVIRONMENT.match(name):
+        raise ConfigurationError(
+            f"{source}={name!r}: an environment name is 1-32 lowercase letters, digits or '-'"
+        )
+    return name
+
+
+def environment_namespace(environment: str) -> str:
+    """The Temporal namespace of an environment when nothing else names one.
+
+    Added in 0.4.0.
+    """
+    return f"smyth-{environment}"
+
 
 class Settings(BaseModel):
     """Where to find Temporal and which task queue agents use.
@@ -31,7 +84,8 @@ class Settings(BaseModel):
     ``load()`` follows Temporal's conventions: the ``TEMPORAL_ADDRESS``,
     ``TEMPORAL_NAMESPACE`` and ``TEMPORAL_API_KEY`` variables and the profiles of
     ``temporal.toml`` (``TEMPORAL_PROFILE``), then ``SMYTH_TASK_QUEUE``; explicit
-    arguments (CLI flags) win.
+    arguments (CLI flags) win. With an environment (``SMYTH_ENV``) and no namespace
+    named anywhere, the namespace is ``smyth-<env>``.
 
     Added in 0.1.0.
     """
@@ -42,6 +96,8 @@ class Settings(BaseModel):
     """The Temporal namespace."""
     task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
     """The task queue agent workers poll."""
+    environment: str | None = None
+    """The environment (``SMYTH_ENV``), if any; see ``current_environment``."""
     connect: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
     """Further ``Client.connect`` arguments from the profile (API key, TLS); never logged."""
 
@@ -71,10 +127,15 @@ class Settings(BaseModel):
             raise ConfigurationError(f"cannot read the Temporal client profile: {exc}") from exc
         target = profile.pop("target_host", None)
         profile_namespace = profile.pop("namespace", None)
+        environment = current_environment()
+        fallback = environment_namespace(environment) if environment else DEFAULT_NAMESPACE
         try:
             return cls(
                 address=address or target or DEFAULT_ADDRESS,
-                namespace=namespace or profile_namespace or DEFAULT_NAMESPACE,
+                # An explicit namespace (flag, TEMPORAL_NAMESPACE, the profile) wins over
+                # the environment's default one.
+                namespace=namespace or profile_namespace or fallback,
+                environment=environment,
                 task_queue=task_queue or os.environ.get("SMYTH_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
                 connect=profile,
             )

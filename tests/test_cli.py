@@ -387,7 +387,8 @@ async def test_dev_starts_and_stops_a_server(tmp_path: Path) -> None:
         assert process.stdout is not None
         ready = await asyncio.to_thread(process.stdout.readline)
         assert (
-            ready.decode() == f"Temporal dev server ready at localhost:{port} (namespace default)\n"
+            ready.decode()
+            == f"Temporal dev server ready at localhost:{port} (namespaces: default)\n"
         )
         ui = await asyncio.to_thread(process.stdout.readline)
         assert ui.decode() == f"Web UI: http://localhost:{ui_port}\n"

@@ -32,6 +32,7 @@ from smyth_temporal.devserver import (
 from smyth_temporal.exceptions import ClientError
 from smyth_temporal.mcp import parse_server
 from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
+from smyth_temporal.settings import ENVIRONMENT_ENV, current_environment, environment_namespace
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,
@@ -79,6 +80,15 @@ def dev(
             help="the SQLite file; the server's log goes beside it",
         ),
     ] = DEFAULT_STATE_DIR / "temporal.db",
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME",
+            help="also create the namespace of environment NAME (smyth-NAME), repeatable; "
+            "SMYTH_ENV's namespace is always created",
+        ),
+    ] = None,
 ) -> None:
     """Run the embedded Temporal dev server."""
     settings = options.settings()
@@ -93,6 +103,7 @@ def dev(
         state_dir=db_file.parent,
         host=host,
         die_with_parent=True,
+        extra_namespaces=[environment_namespace(_environment(name)) for name in env or ()],
     )
     on_main_thread = threading.current_thread() is threading.main_thread()
     if on_main_thread and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
@@ -103,6 +114,12 @@ def dev(
     run(_serve(server))
 
 
+def _environment(name: str) -> str:
+    found = current_environment({ENVIRONMENT_ENV: name})
+    assert found is not None  # a name was given; a bad one raises ConfigurationError
+    return found
+
+
 async def _serve(server: DevServer) -> None:
     if await is_reachable(server.address, server.namespace):
         print(f"a Temporal server already answers at {server.address} (Web UI: {server.ui_url})")
@@ -111,7 +128,8 @@ async def _serve(server: DevServer) -> None:
     status(f"starting the Temporal dev server on {server.address} (data: {server.db_path}) ...")
     try:
         await server.wait_ready()
-        print(f"Temporal dev server ready at {server.address} (namespace {server.namespace})")
+        namespaces = ", ".join([server.namespace, *server.extra_namespaces])
+        print(f"Temporal dev server ready at {server.address} (namespaces: {namespaces})")
         print(f"Web UI: {server.ui_url}", flush=True)
         status(f"log: {server.log_path}; press Ctrl-C to stop")
         # SIGINT cancels this task (asyncio.run's own handler), SIGTERM sets `stop`;

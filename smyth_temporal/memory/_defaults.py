@@ -9,6 +9,7 @@ from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._store import MemoryStore
+from smyth_temporal.settings import current_environment
 
 __all__ = ["DEFAULT_MEMORY_PATH", "default_embedder", "default_memory", "default_store"]
 
@@ -16,15 +17,20 @@ DEFAULT_MEMORY_PATH = Path(".smyth/memory")
 """Where the embedded Qdrant Edge store lives (``SMYTH_MEMORY_PATH``)."""
 
 
-def default_store() -> MemoryStore:
-    """A Qdrant server when ``QDRANT_URL`` is set, else Qdrant Edge under ``.smyth/memory``."""
+def default_store(environment: str | None = None) -> MemoryStore:
+    """A Qdrant server when ``QDRANT_URL`` is set, else Qdrant Edge under ``.smyth/memory``.
+
+    With an environment (``SMYTH_ENV``), Qdrant Edge lives in ``<path>/<env>``; on a
+    server, ``default_memory`` names the collections after the environment.
+    """
     if os.environ.get("QDRANT_URL"):
         from smyth_temporal.memory._qdrant import QdrantServerStore
 
         return QdrantServerStore.from_env()
     from smyth_temporal.memory._edge import EdgeStore
 
-    return EdgeStore(Path(os.environ.get("SMYTH_MEMORY_PATH") or DEFAULT_MEMORY_PATH))
+    path = Path(os.environ.get("SMYTH_MEMORY_PATH") or DEFAULT_MEMORY_PATH)
+    return EdgeStore(path / environment if environment else path)
 
 
 def default_embedder() -> Embedder:
@@ -42,21 +48,29 @@ def default_embedder() -> Embedder:
     raise ConfigurationError(f"SMYTH_EMBEDDER must be 'hash' or 'openai[:model]', not {spec!r}")
 
 
-def default_memory() -> MemoryManager:
+def default_memory(environment: str | None = None) -> MemoryManager:
     """The default store and embedder, one per process and configuration.
 
     An embedded store can be opened once per process, so workers of one process that
     all use the default share it.
+
+    Args:
+        environment: The environment whose memory this is (default: the current one,
+            ``SMYTH_ENV``); see ``default_store``.
     """
+    environment = environment if environment is not None else current_environment()
     key = (
         os.environ.get("QDRANT_URL"),
         os.environ.get("SMYTH_MEMORY_PATH"),
         os.environ.get("SMYTH_EMBEDDER"),
         os.getcwd(),
+        environment,
     )
     manager = _SHARED.get(key)
     if manager is None:
-        manager = _SHARED[key] = MemoryManager(default_store(), default_embedder())
+        manager = _SHARED[key] = MemoryManager(
+            default_store(environment), default_embedder(), environment=environment
+        )
     return manager
 
 

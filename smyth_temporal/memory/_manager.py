@@ -47,12 +47,24 @@ class MemoryManager:
     Added in 0.1.0.
     """
 
-    def __init__(self, store: MemoryStore, embedder: Embedder) -> None:
+    def __init__(
+        self, store: MemoryStore, embedder: Embedder, *, environment: str | None = None
+    ) -> None:
+        """Create the manager.
+
+        Args:
+            store: Where memories live.
+            embedder: What turns text into vectors.
+            environment: An environment (``SMYTH_ENV``) whose memories must stay apart
+                from every other's on a shared Qdrant: it names the collection.
+        """
         self.store = store
         self.embedder = embedder
         slug = re.sub(r"[^A-Za-z0-9]+", "-", embedder.name).strip("-").lower()
-        self.collection = f"smyth_memory__{slug}__{embedder.dimension}"
-        """One collection per embedder and dimension: vectors of two models never mix."""
+        scope = f"{environment}__" if environment else ""
+        self.collection = f"smyth_memory__{scope}{slug}__{embedder.dimension}"
+        """One collection per environment, embedder and dimension: vectors of two models
+        never mix, and environments never meet."""
         self._ready = False
         self._lock = asyncio.Lock()
 

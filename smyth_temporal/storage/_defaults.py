@@ -8,6 +8,7 @@ from pathlib import Path
 from temporalio.converter import ExternalStorage
 
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._driver import ContentAddressedFileDriver
 
 __all__ = ["DEFAULT_PAYLOAD_PATH", "DEFAULT_PAYLOAD_THRESHOLD", "default_payload_storage"]
@@ -44,8 +45,9 @@ def default_payload_storage() -> ExternalStorage | None:
 
     Read from the environment: ``SMYTH_PAYLOAD_STORAGE=off`` turns it off;
     ``SMYTH_PAYLOAD_PATH`` moves the store (relative paths are taken from the current
-    directory, now); ``SMYTH_PAYLOAD_THRESHOLD`` is the size in bytes from which a
-    payload is stored (default ``DEFAULT_PAYLOAD_THRESHOLD``).
+    directory, now), and an environment (``SMYTH_ENV``) gets its own directory in it;
+    ``SMYTH_PAYLOAD_THRESHOLD`` is the size in bytes from which a payload is stored
+    (default ``DEFAULT_PAYLOAD_THRESHOLD``).
 
     Raises:
         ConfigurationError: ``SMYTH_PAYLOAD_STORAGE`` or ``SMYTH_PAYLOAD_THRESHOLD``
@@ -59,6 +61,9 @@ def default_payload_storage() -> ExternalStorage | None:
     if setting not in _ON:
         raise ConfigurationError(f"SMYTH_PAYLOAD_STORAGE must be 'on' or 'off', not {setting!r}")
     path = Path(os.environ.get("SMYTH_PAYLOAD_PATH") or DEFAULT_PAYLOAD_PATH)
+    environment = current_environment()
+    if environment is not None:
+        path = path / environment  # environments never share stored payloads
     raw = os.environ.get("SMYTH_PAYLOAD_THRESHOLD", "").strip()
     try:
         threshold = int(raw) if raw else DEFAULT_PAYLOAD_THRESHOLD
