@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from smyth_temporal.agent import AgentConfig, AgentWorkflow
 from smyth_temporal.exceptions import (
+    AccessDeniedError,
     AgentFailedError,
     AgentInterruptedError,
     AgentNotFoundError,
@@ -116,6 +117,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AccessDeniedError",
     "AgentCheckpoint",
     "AgentClient",
     "AgentConfig",

@@ -24,7 +24,8 @@ SmythError
     ├── InvalidMessageError      a session refused a message (wrong tenant, empty, ...)
     ├── InvalidInterruptError    the agent refused an interrupt (nothing is running)
     ├── ScheduleNotFoundError    no schedule with that id
-    └── ScheduleExistsError      a schedule with that id exists already
+    ├── ScheduleExistsError      a schedule with that id exists already
+    └── AccessDeniedError        the caller's API key does not permit this
 ```
 
 Run outcomes that an agent can handle (a tool failing, bad tool arguments, the step
@@ -50,6 +51,7 @@ from __future__ import annotations
 from temporalio.exceptions import ApplicationError
 
 __all__ = [
+    "AccessDeniedError",
     "AgentFailedError",
     "AgentInterruptedError",
     "AgentNotFoundError",
@@ -248,6 +250,17 @@ class ScheduleExistsError(ClientError):
     """A schedule with the given id exists already (ids are unique in a namespace).
 
     Added in 0.2.0.
+    """
+
+
+class AccessDeniedError(ClientError):
+    """The caller's API key does not permit this: its role, its tenant, or the key itself.
+
+    A run, approval, session or memory of another tenant is never the reason: those
+    look exactly like ones that do not exist (``AgentNotFoundError``), so a key cannot
+    learn they exist.
+
+    Added in 0.4.0.
     """
 
 

@@ -9,6 +9,7 @@ from smyth_temporal import exceptions
 
 def test_top_level_exports() -> None:
     assert sorted(smyth_temporal.__all__) == [
+        "AccessDeniedError",
         "AgentCheckpoint",
         "AgentClient",
         "AgentConfig",
@@ -87,6 +88,7 @@ def test_exception_tree() -> None:
         name: [base.__name__ for base in getattr(exceptions, name).__bases__] for name in classes
     }
     assert tree == {
+        "AccessDeniedError": ["ClientError"],
         "AgentFailedError": ["ClientError"],
         "AgentInterruptedError": ["RunError"],
         "AgentNotFoundError": ["ClientError"],

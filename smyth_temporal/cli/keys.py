@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from smyth_temporal.cli._common import non_empty, status
 from smyth_temporal.cli._output import table
-from smyth_temporal.exceptions import ConfigurationError
-
-if TYPE_CHECKING:
-    from smyth_temporal.gateway import ApiKey, KeyStore
+from smyth_temporal.security._keys import ApiKey, KeyStore
 
 __all__ = ["app"]
 
@@ -41,11 +38,6 @@ _KeysFile = Annotated[
 
 
 def _store(path: Path | None) -> KeyStore:
-    # Imported here: the gateway needs the server extra, and `smyth` must work without it.
-    try:
-        from smyth_temporal.gateway import KeyStore
-    except ImportError as exc:
-        raise ConfigurationError(str(exc)) from None
     return KeyStore(path)
 
 

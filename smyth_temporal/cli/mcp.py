@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
 
 from smyth_temporal.cli._common import CommonOptions, agent_type, choice, command, port, run, status
 from smyth_temporal.clients import AgentClient
+from smyth_temporal.clients._identity import API_KEY_ENV
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.security._keys import KeyStore
 
 __all__ = ["app"]
 
@@ -64,6 +67,14 @@ async def _serve(
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from None
     served = [agent_type(spec) for spec in specs]
+    keys = KeyStore()
+    if keys.has_active_keys() and not os.environ.get(API_KEY_ENV):
+        # Keys exist, so callers are told apart: an MCP client acts as one key, whose
+        # tenant and role bound everything it does (and whose name decides).
+        raise ConfigurationError(
+            f"{keys.path} holds API keys: set {API_KEY_ENV} to the key this MCP server acts "
+            "as (smyth keys create --tenant T --role approver --name N)"
+        )
     agents = await AgentClient.connect(options.settings())
     if transport == "http":
         status(f"serving {', '.join(served)} over MCP at http://{host}:{port_}/mcp")

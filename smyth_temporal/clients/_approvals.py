@@ -72,8 +72,13 @@ class ApprovalsClient(RunsClient):
             AgentNotFoundError: No run has that workflow id, or it has ended.
             ClientError: No worker took the decision within ``timeout``.
 
-        Changed in 0.3.0: ``timeout``.
+        Changed in 0.3.0: ``timeout``. Changed in 0.4.0: with a principal, its role must
+        allow deciding and ``by`` is the key's name.
         """
+        # Before the refusals below, which tell an ended run from an unknown one: a run
+        # of another tenant must stay indistinguishable from an unknown one.
+        await self.identity.owns(workflow_id, "approve")
+        decision = decision.model_copy(update={"by": self.identity.by(decision.by) or decision.by})
         try:
             async with asyncio.timeout(timeout):
                 if not wait:
@@ -162,6 +167,9 @@ class ApprovalsClient(RunsClient):
         Args:
             tenant: Only this tenant's agents.
         """
+        self.identity.permit("read")
+        if self.identity.principal is not None:
+            tenant = self.identity.tenant(tenant)
         query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
         found: list[PendingApproval] = []
         async for execution in self.client.list_workflows(query):

@@ -47,7 +47,14 @@ class LiveClient(RunsClient):
 
         Added in 0.3.0.
         """
-        return self._feeds.events(workflow_id, after)
+        if self.identity.principal is None:
+            return self._feeds.events(workflow_id, after)
+        return self._owned_events(workflow_id, after)
+
+    async def _owned_events(self, workflow_id: str, after: int | None) -> AsyncIterator[AgentEvent]:
+        await self.identity.owns(workflow_id)
+        async for event in self._feeds.events(workflow_id, after):
+            yield event
 
     async def interrupt(
         self, workflow_id: str, *, reason: str | None = None, by: str | None = None
@@ -65,7 +72,10 @@ class LiveClient(RunsClient):
 
         Added in 0.3.0.
         """
-        interrupt = Interrupt(reason=reason, by=by)
+        # Before the refusals below, which tell a finished run from an unknown one: a
+        # run of another tenant must stay indistinguishable from an unknown one.
+        await self.identity.owns(workflow_id, "operate")
+        interrupt = Interrupt(reason=reason, by=self.identity.by(by))
         try:
             return await self.update(
                 workflow_id, INTERRUPT_UPDATE, interrupt, result_type=InterruptOutcome

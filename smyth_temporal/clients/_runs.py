@@ -14,7 +14,9 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFai
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.clients._base import rpc_error
+from smyth_temporal.clients._identity import Identity
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError
+from smyth_temporal.security._identity import Principal
 from smyth_temporal.settings import Settings
 
 __all__ = ["RunsClient", "refusal", "translate"]
@@ -28,15 +30,24 @@ _SWITCH_RETRY_DELAY = 0.05
 class RunsClient:
     """Signals, updates and status of agent runs, by workflow id."""
 
-    def __init__(self, client: Client, *, task_queue: str | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str | None = None,
+        principal: Principal | None = None,
+    ) -> None:
         """Wrap a Temporal client that has ``SmythPlugin`` (or the pydantic converter).
 
         Args:
             client: The connected Temporal client.
             task_queue: Where agents are started (default: ``Settings.load()``'s).
+            principal: Act for this API key's principal only (its tenant and role;
+                see ``Identity``); ``None``: trusted, no checks. Added in 0.4.0.
         """
         self.client = client
         self.task_queue = task_queue or Settings.load().task_queue
+        self.identity = Identity(client, principal)
 
     async def signal(self, workflow_id: str, signal: str, arg: Any = None) -> None:
         """Send a signal to an agent's current run (retried across continue-as-new).
@@ -46,6 +57,7 @@ class RunsClient:
 
         Added in 0.2.0.
         """
+        await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id)
         await self._across_runs(workflow_id, lambda: handle.signal(signal, arg))
 
@@ -63,6 +75,7 @@ class RunsClient:
 
         Added in 0.2.0.
         """
+        await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id)
         return await self._across_runs(
             workflow_id, lambda: handle.execute_update(update, arg, result_type=result_type)

@@ -119,6 +119,9 @@ class SessionsClient(LiveClient):
 
         Added in 0.2.0. Changed in 0.3.0: ``while_busy``, ``stream``.
         """
+        self.identity.permit("operate")
+        tenant = self.identity.tenant(tenant)
+        sender = self.identity.by(sender)
         message = SessionMessage(text=text, tenant=tenant, sender=sender, while_busy=while_busy)
         workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
         if stream:
@@ -180,6 +183,8 @@ class SessionsClient(LiveClient):
 
         Added in 0.2.0.
         """
+        self.identity.permit("operate")
+        tenant = self.identity.tenant(tenant)
         workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
         await self.signal(workflow_id, CLOSE_SESSION_SIGNAL)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from pydantic import TypeAdapter
 from temporalio.client import Plugin, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
@@ -27,12 +28,14 @@ from smyth_temporal.clients._base import (
     terminate_quietly,
     watch_pickup,
 )
+from smyth_temporal.clients._identity import principal_from_env
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
 from smyth_temporal.clients.memory import MemoryClient
 from smyth_temporal.clients.schedules import ScheduleClient
 from smyth_temporal.exceptions import AgentFailedError, ClientError, UnknownAgentError
 from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.security._identity import Principal
 from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.types.audit import AuditTrail
@@ -49,6 +52,15 @@ _WORKER_POLL_INTERVAL = 0.05
 
 Note = Callable[[str], None]
 """Receives a line worth showing a person (``warning: ...``, ``note: ...``)."""
+
+
+class _FromEnv(enum.Enum):
+    """``principal`` not given: read ``SMYTH_API_KEY``."""
+
+    FROM_ENV = enum.auto()
+
+
+_FROM_ENV: Final = _FromEnv.FROM_ENV
 
 
 class AgentClient(ApprovalsClient, SessionsClient):
@@ -73,6 +85,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
         tls: bool | None = None,
         api_key: str | None = None,
         plugins: Sequence[Plugin] = (),
+        principal: Principal | _FromEnv | None = _FROM_ENV,
     ) -> AgentClient:
         """Connect to Temporal, like ``temporalio.client.Client.connect``.
 
@@ -85,23 +98,28 @@ class AgentClient(ApprovalsClient, SessionsClient):
             tls: Connect with TLS (``True``), overriding the profile.
             api_key: The API key (Temporal Cloud), overriding the profile.
             plugins: More client plugins, after ``SmythPlugin``.
+            principal: Act for this API key's principal only (see ``Identity``).
+                Default: the key in ``SMYTH_API_KEY``, looked up in the key file
+                (``SMYTH_KEYS_FILE``), if set; ``None``: trusted, no checks.
 
         Raises:
             ServerUnavailableError: Nothing answers at the address.
             ConfigurationError: The address is not ``host:port``.
 
         Changed in 0.3.0: takes an address, ``namespace``, ``tls`` and ``api_key``.
+        Changed in 0.4.0: ``principal``, from ``SMYTH_API_KEY`` by default.
         """
+        caller = principal_from_env() if isinstance(principal, _FromEnv) else principal
         settings = resolve_settings(
             target, namespace=namespace, task_queue=task_queue, tls=tls, api_key=api_key
         )
         client = await connect_client(settings, plugins=[SmythPlugin(), *plugins])
-        return cls(client, task_queue=settings.task_queue)
+        return cls(client, task_queue=settings.task_queue, principal=caller)
 
     @property
     def memory(self) -> MemoryClient:
         """Search, list, forget and undo runs in long-term memory."""
-        return MemoryClient(self.client, task_queue=self.task_queue)
+        return MemoryClient(self.client, task_queue=self.task_queue, identity=self.identity)
 
     @property
     def schedules(self) -> ScheduleClient:
@@ -133,9 +151,13 @@ class AgentClient(ApprovalsClient, SessionsClient):
         Returns:
             The Temporal workflow handle.
         """
+        self.identity.permit("operate")
         name = agent_name(agent)
         if isinstance(input, str):
             input = AgentInput(prompt=input)
+        tenant = self.identity.tenant(input.tenant)
+        if tenant != input.tenant:
+            input = input.model_copy(update={"tenant": tenant})
         workflow_id = id or f"{name}-{uuid.uuid4().hex[:12]}"
         return await self.client.start_workflow(
             name,
@@ -222,6 +244,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
 
         Changed in 0.3.0: ``timeout``.
         """
+        await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id)
         try:
             async with asyncio.timeout(timeout):
@@ -267,6 +290,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
             if on_progress is not None
             else None
         )
+        await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id, result_type=AgentResult)
         try:
             result: AgentResult = await handle.result()
@@ -295,6 +319,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
 
         Added in 0.4.0.
         """
+        await self.identity.owns(workflow_id)
         return await read_audit(self.client, workflow_id)
 
     async def workers_polling(self, task_queue: str | None = None) -> int:

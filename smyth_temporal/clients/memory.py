@@ -30,6 +30,7 @@ from smyth_temporal.clients._base import (
     terminate_quietly,
     watch_pickup,
 )
+from smyth_temporal.clients._identity import Identity
 from smyth_temporal.exceptions import ClientError
 from smyth_temporal.types.memory import (
     ForgetRequest,
@@ -72,6 +73,7 @@ class MemoryClient:
         task_queue: str,
         timeout: float | None = None,
         pickup_timeout: float = PICKUP_TIMEOUT,
+        identity: Identity | None = None,
     ) -> None:
         """Run memory operations on the workers of ``task_queue``.
 
@@ -82,11 +84,15 @@ class MemoryClient:
                 ``MEMORY_TIMEOUT``).
             pickup_timeout: Seconds for a worker to take it, when several poll the
                 queue and some may lack memory.
+            identity: Whose memory: with an API key's principal, its tenant only (a
+                tenant argument naming another is refused) and its role (forgetting
+                needs admin). Added in 0.4.0.
         """
         self.client = client
         self.task_queue = task_queue
         self.timeout = MEMORY_TIMEOUT if timeout is None else timeout
         self.pickup_timeout = pickup_timeout
+        self.identity = identity if identity is not None else Identity(client, None)
 
     async def search(
         self,
@@ -113,6 +119,8 @@ class MemoryClient:
 
         Changed in 0.3.0: ``namespace`` may be left out.
         """
+        self.identity.permit("read")
+        tenant = self.identity.tenant(tenant)
         request = RecallRequest(
             **_read_scope(tenant, namespace),
             query=query,
@@ -134,6 +142,8 @@ class MemoryClient:
         limit: int = 50,
     ) -> list[MemoryRecord]:
         """A tenant's memories, newest first: of one namespace, or (``None``) of all."""
+        self.identity.permit("read")
+        tenant = self.identity.tenant(tenant)
         request = ListRequest(
             **_read_scope(tenant, namespace), kinds=kinds, workflow_id=workflow_id, limit=limit
         )
@@ -141,6 +151,8 @@ class MemoryClient:
 
     async def forget(self, ids: list[str], *, tenant: str = "default", namespace: str) -> int:
         """Delete memories by id (only within the tenant's namespace); returns how many."""
+        self.identity.permit("admin")
+        tenant = self.identity.tenant(tenant)
         request = ForgetRequest(scope=MemoryScope(tenant=tenant, namespace=namespace), ids=ids)
         return (await self._run(MemoryAdminRequest(forget=request))).count
 
@@ -153,6 +165,8 @@ class MemoryClient:
         run_id: str | None = None,
     ) -> int:
         """Delete every memory a workflow (or one run of it) wrote; returns how many."""
+        self.identity.permit("admin")
+        tenant = self.identity.tenant(tenant)
         request = UndoRunRequest(
             scope=MemoryScope(tenant=tenant, namespace=namespace) if namespace else None,
             tenant=tenant,

@@ -8,8 +8,9 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
 - one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
   ``_approvals``, ``_memory`` (memory and schedules), ``_openai``; ``console``: the web
   console, static pages that call the API from the browser;
-- identity: ``_keys`` (the key file), ``_identity`` (principals, roles, the brake on
-  failed authentications), ``_auth`` (the FastAPI dependencies);
+- identity: the key file and principals live in ``smyth_temporal.security`` (every
+  interface shares them); here ``_throttle`` (the brake on failed authentications) and
+  ``_auth`` (the FastAPI dependencies);
 - plumbing: ``_gateway`` (what routes share, tenancy checks), ``_problems`` (errors as
   RFC 9457 problem details), ``_sse`` (Server-Sent Events), ``_limits`` (body size),
   ``_models`` (request and response bodies).
@@ -30,8 +31,10 @@ except ImportError as exc:
 
 from smyth_temporal.gateway._app import create_app
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
-from smyth_temporal.gateway._identity import Permission, Principal
-from smyth_temporal.gateway._keys import (
+from smyth_temporal.gateway._problems import Problem
+from smyth_temporal.gateway._serve import DEV_HOST, require_keys, serve
+from smyth_temporal.security._identity import Permission, Principal
+from smyth_temporal.security._keys import (
     KEYS_FILE_ENV,
     ROLES,
     ApiKey,
@@ -39,8 +42,6 @@ from smyth_temporal.gateway._keys import (
     Role,
     default_keys_path,
 )
-from smyth_temporal.gateway._problems import Problem
-from smyth_temporal.gateway._serve import DEV_HOST, require_keys, serve
 
 __all__ = [
     "DEV_HOST",

@@ -19,7 +19,6 @@ from smyth_temporal.clients import AgentClient, AgentRef
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.gateway._approvals import router as approvals
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
-from smyth_temporal.gateway._keys import KeyStore
 from smyth_temporal.gateway._limits import BodyLimit
 from smyth_temporal.gateway._listing import router as listing
 from smyth_temporal.gateway._memory import router as memory
@@ -33,6 +32,7 @@ from smyth_temporal.gateway._problems import (
 from smyth_temporal.gateway._runs import router as runs
 from smyth_temporal.gateway._sessions import router as sessions
 from smyth_temporal.gateway.console import router as console
+from smyth_temporal.security._keys import KeyStore
 
 __all__ = ["create_app"]
 

@@ -10,31 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import structlog
 from fastapi import Depends, Request
 from starlette.requests import ClientDisconnect
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.clients import AgentClient, AgentRef, agent_name
-from smyth_temporal.exceptions import AgentNotFoundError, UnknownAgentError
-from smyth_temporal.gateway._identity import AuthLimiter, Principal
-from smyth_temporal.gateway._keys import KeyStore
-from smyth_temporal.types.agent import AgentInput
+from smyth_temporal.clients._tenancy import TenantResolver
+from smyth_temporal.exceptions import UnknownAgentError
+from smyth_temporal.gateway._throttle import AuthLimiter
+from smyth_temporal.security._identity import Principal
+from smyth_temporal.security._keys import KeyStore
 
 __all__ = ["Gateway", "GatewayDep", "GatewayOptions", "gateway_of", "while_connected"]
 
 log = structlog.get_logger("smyth_temporal.gateway")
 
 T = TypeVar("T")
-
-_TENANT_CACHE_SIZE = 10_000
 
 
 @dataclass(frozen=True)
@@ -80,10 +75,11 @@ class Gateway:
     options: GatewayOptions = field(default_factory=GatewayOptions)
     limiter: AuthLimiter = field(init=False)
     _names: tuple[str, ...] = field(init=False)
-    _tenants: OrderedDict[str, str] = field(init=False, default_factory=OrderedDict)
+    tenancy: TenantResolver = field(init=False)
 
     def __post_init__(self) -> None:
         self._names = tuple(dict.fromkeys(agent_name(a) for a in self.served))
+        self.tenancy = TenantResolver(self.agents.client)
         self.limiter = AuthLimiter(self.options.auth_burst, self.options.auth_refill_per_second)
 
     @property
@@ -105,63 +101,14 @@ class Gateway:
     async def check_owner(self, principal: Principal, workflow_id: str) -> None:
         """Make sure the run ``workflow_id`` is an agent run of the caller's tenant.
 
-        Another tenant's run is answered exactly like a run that does not exist, so a
-        key can never confirm that it exists. Nothing is written to the run's history:
-        the tenant is read from the input of the run (a describe and one history event,
-        no worker needed), once per chain of runs.
-
         Raises:
-            AgentNotFoundError: No such agent run for this tenant.
+            AgentNotFoundError: No such agent run for this tenant (see ``TenantResolver``).
         """
-        if await self._tenant(workflow_id) != principal.tenant:
-            raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
-
-    async def _tenant(self, workflow_id: str) -> str | None:
-        handle = self.agents.client.get_workflow_handle(workflow_id)
-        try:
-            description = await handle.describe()
-        except RPCError as exc:
-            if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
-                return None
-            raise
-        info = description.raw_description.workflow_execution_info
-        # A chain of runs (continue-as-new) keeps its first run id; workflow ids may
-        # be used again by later chains, possibly of another tenant.
-        return await self.chain_tenant(
-            workflow_id, description.run_id, info.first_run_id or description.run_id
-        )
+        await self.tenancy.check(principal.tenant, workflow_id)
 
     async def chain_tenant(self, workflow_id: str, run_id: str, chain: str) -> str | None:
-        """The tenant of the run ``run_id`` of ``workflow_id``, whose chain began with ``chain``.
-
-        Read from the run's input once per chain, then remembered (a chain never
-        changes tenant). ``None``: not an agent run.
-        """
-        if chain in self._tenants:
-            self._tenants.move_to_end(chain)
-            return self._tenants[chain]
-        tenant = await self._input_tenant(
-            self.agents.client.get_workflow_handle(workflow_id, run_id=run_id)
-        )
-        if tenant is not None:
-            self._tenants[chain] = tenant
-            if len(self._tenants) > _TENANT_CACHE_SIZE:
-                self._tenants.popitem(last=False)
-        return tenant
-
-    async def _input_tenant(self, handle: WorkflowHandle[Any, Any]) -> str | None:
-        """The tenant of a run's ``AgentInput`` (``None``: not an agent run)."""
-        async for event in handle.fetch_history_events(page_size=1):
-            if event.event_type != EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-                return None
-            payloads = event.workflow_execution_started_event_attributes.input.payloads
-            try:
-                [started] = await self.agents.client.data_converter.decode(payloads, [AgentInput])
-            except Exception as exc:  # not an agent's input (another workflow), or unreadable
-                log.info("gateway.not_an_agent_run", workflow_id=handle.id, error=str(exc))
-                return None
-            return started.tenant if isinstance(started, AgentInput) else None
-        return None
+        """The tenant of a run of a chain (see ``TenantResolver.chain_tenant``)."""
+        return await self.tenancy.chain_tenant(workflow_id, run_id, chain)
 
 
 def gateway_of(request: Request) -> Gateway:

@@ -14,8 +14,8 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep
-from smyth_temporal.gateway._identity import Principal
 from smyth_temporal.gateway._models import RunList, RunSummary
+from smyth_temporal.security._identity import Principal
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, STATUS_ATTRIBUTE
 
 __all__ = ["SCAN_FACTOR", "router"]

@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse, Response
 from smyth_temporal.clients import ReplyChunk, ReplyStream
 from smyth_temporal.gateway._auth import Operator
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep, while_connected
-from smyth_temporal.gateway._identity import Principal
 from smyth_temporal.gateway._models import MessageAccepted, MessageRequest
 from smyth_temporal.gateway._sse import (
     SSE_RESPONSES,
@@ -27,6 +26,7 @@ from smyth_temporal.gateway._sse import (
     event_stream,
     wants_stream,
 )
+from smyth_temporal.security._identity import Principal
 from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id
 
 __all__ = ["Piece", "router", "streamed_reply"]

@@ -6,6 +6,8 @@
   (``id:base64-of-32-bytes``, comma-separated, current first) or
   ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
 - ``new_key()``: a fresh key entry (``smyth encryption-key``).
+- ``KeyStore``, ``Principal``: API keys (hashed, each bound to a tenant and a role) and
+  the caller they stand for; every interface derives tenant and role from them.
 - ``Secrets``: ``secret("NAME")`` references resolved on the worker, from its
   environment (``EnvSecrets``) or a secrets file (``FileSecrets``), any
   ``SecretBackend`` (Vault, a cloud secrets manager), with an allow-list.
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
         ENCRYPTION_COMPRESS_ENV,
         EncryptionCodec,
     )
+    from smyth_temporal.security._identity import Permission, Principal
+    from smyth_temporal.security._keys import ROLES, ApiKey, KeyStore, Role
     from smyth_temporal.security._keys_encryption import (
         ENCRYPTION_KEY_FILE_ENV,
         ENCRYPTION_KEYS_ENV,
@@ -61,6 +65,12 @@ _HOMES = {
     "FileSecrets": "_secrets",
     "SecretBackend": "_secrets",
     "Secrets": "_secrets",
+    "ApiKey": "_keys",
+    "KeyStore": "_keys",
+    "Role": "_keys",
+    "ROLES": "_keys",
+    "Principal": "_identity",
+    "Permission": "_identity",
 }
 
 
@@ -77,13 +87,19 @@ __all__ = [
     "ENCRYPTION_COMPRESS_ENV",
     "ENCRYPTION_KEYS_ENV",
     "ENCRYPTION_KEY_FILE_ENV",
+    "ROLES",
     "SECRETS_FILE_ENV",
+    "ApiKey",
     "EncryptionCodec",
     "EncryptionKey",
     "EnvSecrets",
     "FileSecrets",
     "KeyProvider",
     "KeyRing",
+    "KeyStore",
+    "Permission",
+    "Principal",
+    "Role",
     "SecretBackend",
     "Secrets",
     "new_key",

@@ -22,6 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
 
 __all__ = [
@@ -203,7 +204,7 @@ class KeyStore:
 
     def _save(self, keys: list[ApiKey]) -> None:
         """Write the file atomically, owner-only from the first byte."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
