@@ -9,6 +9,7 @@ from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._store import MemoryStore
+from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.settings import current_environment
 
 __all__ = ["DEFAULT_MEMORY_PATH", "default_embedder", "default_memory", "default_store"]
@@ -65,13 +66,28 @@ def default_memory(environment: str | None = None) -> MemoryManager:
         os.environ.get("SMYTH_EMBEDDER"),
         os.getcwd(),
         environment,
+        os.environ.get("SMYTH_ENCRYPTION_KEYS"),
+        os.environ.get("SMYTH_ENCRYPTION_KEY_FILE"),
     )
     manager = _SHARED.get(key)
     if manager is None:
         manager = _SHARED[key] = MemoryManager(
-            default_store(environment), default_embedder(), environment=environment
+            _sealed(default_store(environment)), default_embedder(), environment=environment
         )
     return manager
+
+
+def _sealed(store: MemoryStore) -> MemoryStore:
+    """``store``, encrypting memories at rest when a payload key is configured."""
+    if KeyRing.from_env() is None:
+        return store
+    # Imported only with a key: cryptography cannot be re-imported inside the sandbox.
+    from smyth_temporal.memory._sealed import SealedStore
+    from smyth_temporal.security._encryption import EncryptionCodec
+
+    codec = EncryptionCodec.from_env()
+    assert codec is not None  # a key is set
+    return SealedStore(store, codec)
 
 
 _SHARED: dict[tuple[str | None, ...], MemoryManager] = {}
