@@ -164,3 +164,18 @@ async def test_the_mcp_server_acts_as_one_key(
             "start_run", {"agent": "Trader", "prompt": "x", "tenant": "acme"}
         )
         assert started.is_error and "acts for tenant 'globex' only" in text_of(started)
+
+    # Deciding needs the approver role: acme's viewer sees the approval, cannot decide it.
+    viewer = StdioServerParameters(
+        command=sys.executable,
+        args=serve_command(address, task_queue),
+        env={**environment, "SMYTH_API_KEY": keys["acme-viewer"]},
+        cwd=str(REPO_ROOT),
+    )
+    async with asyncio.timeout(60), MCPClient(viewer) as mcp:
+        listed = await mcp.call_tool("list_approvals", {})
+        assert waiting_run in text_of(listed)
+        decided = await mcp.call_tool(
+            "decide_approval", {"workflow_id": waiting_run, "approve": True}
+        )
+        assert decided.is_error and "role viewer" in text_of(decided)
