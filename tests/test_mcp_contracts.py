@@ -26,6 +26,7 @@ from smyth_temporal.agent.tooling import limited
 from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.mcp import HttpServer, StdioServer, parse_server, secret
 from smyth_temporal.mcp._activities import classify, render_result
+from smyth_temporal.security import Secrets
 from smyth_temporal.tools._jsonschema import schema_problems
 from smyth_temporal.tools._mcp import MCPTool, effect_from_annotations, is_destructive
 from smyth_temporal.types import AgentLimits
@@ -229,9 +230,10 @@ def test_worker_side_server_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     token = HttpServer("https://u:p@mcp.internal:8443/mcp?k=v", headers={"A": secret("TOKEN")})
     assert token.describe() == "https://mcp.internal:8443/mcp"  # no credentials in logs
     with pytest.raises(ConfigurationError, match="TOKEN is not set"):
-        token.request_headers()
+        token.request_headers(Secrets())
     monkeypatch.setenv("TOKEN", "s3cret")
-    assert token.request_headers() == {"A": "s3cret"}
+    assert token.request_headers(Secrets()) == {"A": "s3cret"}
+    assert token.secret_names() == {"TOKEN"}
     assert "s3cret" not in repr(token)
 
 
