@@ -12,7 +12,7 @@ import threading
 from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["redact", "redact_event", "register_secret"]
+__all__ = ["masked_cause", "redact", "redact_event", "redact_value", "register_secret"]
 
 _MIN_LENGTH = 4
 """Shorter values are not masked: "on" or "1" would blank out ordinary text."""
@@ -40,13 +40,29 @@ def redact(text: str) -> str:
     return text
 
 
-def _redact_value(value: Any) -> Any:
+def masked_cause(exc: BaseException) -> BaseException | None:
+    """``exc``, or ``None`` when it (or what caused it) quotes a registered secret.
+
+    For ``raise masked from masked_cause(exc)``: Temporal records a failure's cause
+    chain in history with each message as it is, so a cause quoting a secret would
+    undo the masking of the error raised in its place.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if redact(str(seen)) != str(seen):
+            return None
+        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
+    return exc
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` with ``redact`` applied to every string in it (dicts, lists, tuples)."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {key: _redact_value(item) for key, item in value.items()}
+        return {key: redact_value(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_redact_value(item) for item in value)
+        return type(value)(redact_value(item) for item in value)
     if isinstance(value, BaseException):
         return redact(repr(value))
     return value
@@ -59,5 +75,5 @@ def redact_event(
     if not _values:
         return event_dict
     for key, value in list(event_dict.items()):
-        event_dict[key] = _redact_value(value)
+        event_dict[key] = redact_value(value)
     return event_dict

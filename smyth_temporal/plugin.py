@@ -160,7 +160,8 @@ class SmythPlugin(SimplePlugin):
                 Default: ``Secrets.from_env()`` (``SMYTH_SECRETS_FILE``, then the
                 environment), allowed exactly the names the worker's tools and MCP
                 servers declare unless ``SMYTH_ALLOWED_SECRETS`` lists them (then a
-                declared name outside the list stops the worker at start).
+                declared name outside the list stops the worker at start, as does a
+                declared name no backend has).
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption

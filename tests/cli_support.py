@@ -79,8 +79,9 @@ def spawn_worker(
     task_queue: str,
     log: Path,
     env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
-    """``smyth worker AGENTS --model MODEL``; returns once it polls (``worker.ready``).
+    """``smyth worker AGENTS --model MODEL [ARGS]``; returns once it polls (``worker.ready``).
 
     The caller stops it with ``stop_process`` in a ``finally``.
     """
@@ -93,6 +94,7 @@ def spawn_worker(
             [
                 *(sys.executable, "-m", "smyth_temporal.cli", "worker", *agents),
                 *("--model", model, "--address", address, "--task-queue", task_queue),
+                *args,
             ],
             cwd=ROOT,
             env=child_env,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import io
 import json
 from collections.abc import AsyncIterator
@@ -10,8 +12,9 @@ from pathlib import Path
 import pytest
 import structlog
 from temporalio import workflow
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 from smyth_temporal import (
     AgentClient,
@@ -20,6 +23,7 @@ from smyth_temporal import (
     AgentResult,
     AgentWorkflow,
     ConfigurationError,
+    Message,
     SmythPlugin,
     ToolDefinitionError,
     secret,
@@ -29,11 +33,29 @@ from smyth_temporal import (
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal._logging import configure_logging
-    from smyth_temporal._redaction import redact, redact_event, register_secret
+    from smyth_temporal._redaction import (
+        masked_cause,
+        redact,
+        redact_event,
+        register_secret,
+    )
+    from smyth_temporal.activities.tools import render_output
     from smyth_temporal.mcp import HttpServer
+    from smyth_temporal.models import ModelRequest, ModelResponse
     from smyth_temporal.models._openai import OpenAIProvider
     from smyth_temporal.security import EnvSecrets, FileSecrets, Secrets
-    from smyth_temporal.testing import FakeOpenAIServer, agent_worker, chat_completion
+    from smyth_temporal.testing import (
+        FakeOpenAIServer,
+        ScriptedModel,
+        agent_worker,
+        chat_completion,
+        error_response,
+        new_task_queue,
+        reply,
+        tool_call,
+    )
+    from smyth_temporal.tools._context import ToolContext
+    from tests.cli_support import assert_one_error_line, run_smyth, spawn_worker, stop_process
     from tests.mcp_servers import ProbeServer
 
 WEATHER_KEY = "wk-9f8e7d6c5b4a-WEATHER"
@@ -53,7 +75,8 @@ async def forecast(city: str) -> str:
     """
     key = tool_context().secrets["WEATHER_KEY"]
     _log.info("forecast.calling", city=city, key=key)  # a careless log line
-    return f"sunny in {city} (asked with key {key})"  # and a careless result
+    # A careless result, long enough to go to the payload store (2 KiB and up).
+    return f"sunny in {city} (asked with key {key})" + " Details follow." * 150
 
 
 @tool(secrets=["WEATHER_KEY"], retry=RetryPolicy(maximum_attempts=1))
@@ -66,11 +89,22 @@ async def broken_forecast(city: str) -> str:
     raise RuntimeError(f"401 for key {tool_context().secrets['WEATHER_KEY']}")
 
 
+@tool(secrets=["WEATHER_KEY"])
+async def refused_forecast(city: str) -> str:
+    """A weather call the API refuses, quoting the key in message and details.
+
+    Args:
+        city: Where.
+    """
+    key = tool_context().secrets["WEATHER_KEY"]
+    raise ApplicationError(f"key {key} refused", {"key": key}, non_retryable=True)
+
+
 @workflow.defn
 class Forecaster(AgentWorkflow):
     config = AgentConfig(
         model="test-model",
-        tools=[forecast, broken_forecast],
+        tools=[forecast, broken_forecast, refused_forecast],
         mcp_servers=["probe"],
         max_steps=6,
     )
@@ -80,12 +114,51 @@ class Forecaster(AgentWorkflow):
         return await self.run_agent(input)
 
 
+@workflow.defn
+class WeatherAgent(AgentWorkflow):
+    """For ``smyth worker`` processes: one tool with a secret, no MCP server."""
+
+    config = AgentConfig(model="test-model", tools=[forecast], max_steps=3)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+def _tool_results(request: ModelRequest) -> ModelResponse:
+    return reply(" | ".join(m.content or "" for m in request.messages if m.role == "tool"))
+
+
+def weather_model() -> ScriptedModel:
+    """For ``smyth worker --model``: ask the forecast, then answer with what it returned."""
+    return ScriptedModel([tool_call("forecast", city="Lisbon"), _tool_results])
+
+
+def _readable(history: WorkflowHistory) -> str:
+    """The history as JSON, with every base64 field (payload data) also decoded."""
+    document = history.to_json()
+    texts = [document]
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, str):
+            with contextlib.suppress(ValueError):
+                texts.append(base64.b64decode(node, validate=True).decode("utf-8", "replace"))
+
+    walk(json.loads(document))
+    return "\n".join(texts)
+
+
 # --- units ---------------------------------------------------------------------------
 
 
 def test_a_reference_holds_a_name_only() -> None:
     ref = secret("GIT_TOKEN", format="Bearer {}")
-    assert (str(ref) == "secret(GIT_TOKEN)" and "Bearer" not in repr(ref)) or True
+    assert str(ref) == "secret(GIT_TOKEN)"
     assert ref.model_dump() == {"name": "GIT_TOKEN", "format": "Bearer {}"}
     for bad in ("lower", "1ABC", "A-B", ""):
         with pytest.raises(ValueError):
@@ -94,6 +167,24 @@ def test_a_reference_holds_a_name_only() -> None:
         secret("A", format="no placeholder")
     with pytest.raises(ToolDefinitionError, match="list of names"):
         tool(secrets="WEATHER_KEY")(forecast.fn)  # type: ignore[arg-type]
+
+
+def test_a_tool_context_never_shows_its_secrets() -> None:
+    context = ToolContext(
+        tool_name="forecast",
+        call_id="c1",
+        idempotency_key="k",
+        agent="Forecaster",
+        workflow_id="w",
+        run_id="r",
+        step=1,
+        tenant="t",
+        attempt=1,
+        secrets={"WEATHER_KEY": "ctx-secret-value"},
+    )
+    assert context.secrets["WEATHER_KEY"] == "ctx-secret-value"
+    assert "ctx-secret-value" not in repr(context) + context.model_dump_json()
+    assert "secrets" not in context.model_dump()
 
 
 def test_backends_and_the_allow_list(tmp_path: Path) -> None:
@@ -121,6 +212,40 @@ def test_backends_and_the_allow_list(tmp_path: Path) -> None:
     file.write_text("no equals sign\n")
     with pytest.raises(ConfigurationError, match=":1: expected NAME=value"):
         FileSecrets(file)
+    file.write_text("weather_key=x\n")
+    with pytest.raises(ConfigurationError, match=":1: 'weather_key' is not a secret name"):
+        FileSecrets(file)
+    with pytest.raises(ConfigurationError, match="cannot allow \\['weather_key'\\]"):
+        Secrets(allow=["weather_key"])
+
+
+def test_a_secrets_file_of_lines_or_json(tmp_path: Path) -> None:
+    lines = tmp_path / "lines"
+    lines.write_text("A_KEY='quoted value'\nB_KEY=\"double\"\nC_KEY=a=b\n")
+    lines.chmod(0o600)
+    assert [FileSecrets(lines).get(n) for n in ("A_KEY", "B_KEY", "C_KEY")] == [
+        "quoted value",
+        "double",
+        "a=b",
+    ]
+    document = tmp_path / "secrets.json"
+    document.write_text(json.dumps({"WEATHER_KEY": "from-json"}))
+    document.chmod(0o600)
+    assert FileSecrets(document).get("WEATHER_KEY") == "from-json"
+    document.write_text('{"WEATHER_KEY": 12}')
+    with pytest.raises(ConfigurationError, match="a JSON object of names to string values"):
+        FileSecrets(document)
+    document.write_text('{"WEATHER_KEY": "sk-leaky",')
+    with pytest.raises(ConfigurationError, match="not valid JSON") as refused:
+        FileSecrets(document)
+    assert "sk-leaky" not in str(refused.value)
+
+
+def test_a_worker_checks_at_start_that_it_has_what_its_tools_declare() -> None:
+    secrets = Secrets([EnvSecrets({"WEATHER_KEY": "v"})])
+    with pytest.raises(ConfigurationError, match=r"\['GIT_TOKEN'\] are used .* but not set"):
+        secrets.restrict({"WEATHER_KEY", "GIT_TOKEN"})
+    assert secrets.restrict({"WEATHER_KEY"}).allowed == {"WEATHER_KEY"}
 
 
 def test_resolved_values_are_masked_in_text_and_logs() -> None:
@@ -128,6 +253,56 @@ def test_resolved_values_are_masked_in_text_and_logs() -> None:
     assert redact("x unit-secret-value y") == "x [secret:UNIT_KEY] y"
     event = redact_event(None, "info", {"event": "e", "nested": {"k": ["unit-secret-value"]}})
     assert event == {"event": "e", "nested": {"k": ["[secret:UNIT_KEY]"]}}
+
+
+def test_a_truncated_tool_result_keeps_no_part_of_a_secret() -> None:
+    register_secret("CUT_KEY", "cut-secret-value")
+    outcome = render_output("x" * 10 + "cut-secret-value", max_chars=15)
+    assert outcome.truncated and outcome.content.startswith("xxxxxxxxxx[secr")
+    assert "cut-" not in outcome.content
+
+
+def test_only_a_real_looking_plain_model_key_is_masked() -> None:
+    # Endpoints without keys take placeholders; masking them would cut words from text.
+    OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="ollama")
+    assert redact("served by ollama") == "served by ollama"
+    OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="sk-plain-0123456789abcdef")
+    assert redact("k=sk-plain-0123456789abcdef") == "k=[secret:OPENAI_API_KEY]"
+    with pytest.raises(ConfigurationError, match="NOT_SET_ANYWHERE is not set"):
+        OpenAIProvider(api_key=secret("NOT_SET_ANYWHERE"), secrets=Secrets([EnvSecrets({})]))
+
+
+def test_a_cause_quoting_a_secret_is_dropped() -> None:
+    register_secret("CAUSE_KEY", "cause-secret-value")
+    plain = ValueError("nothing to hide")
+    assert masked_cause(plain) is plain
+    try:
+        try:
+            raise KeyError("cause-secret-value")
+        except KeyError:
+            raise RuntimeError("wrapped") from None
+    except RuntimeError as suppressed:
+        assert masked_cause(suppressed) is suppressed  # its context is not recorded
+    outer = RuntimeError("wrapped")
+    outer.__cause__ = KeyError("cause-secret-value")
+    assert masked_cause(outer) is None
+
+
+async def test_a_model_error_quoting_the_key_reaches_no_history(
+    fake: FakeOpenAIServer,
+) -> None:
+    key = "mk-echoed-by-a-proxy-0123"
+    provider = OpenAIProvider(
+        base_url=fake.base_url,
+        api_key=secret("PROXY_KEY"),
+        secrets=Secrets([EnvSecrets({"PROXY_KEY": key})]),
+    )
+    fake.enqueue(error_response(401, f"invalid key {key}"))
+    request = ModelRequest(model="m", messages=[Message(role="user", content="hi")])
+    with pytest.raises(ApplicationError) as raised:
+        await provider.complete(request)
+    assert raised.value.message.endswith("invalid key [secret:PROXY_KEY]")
+    assert raised.value.__cause__ is None  # the openai error quoted it whole
 
 
 # --- a real run ----------------------------------------------------------------------
@@ -157,6 +332,9 @@ async def test_a_secret_never_leaves_the_worker(
 ) -> None:
     store = tmp_path / "payloads"
     monkeypatch.setenv("SMYTH_PAYLOAD_PATH", str(store))
+    # No encryption: masking alone must keep the values out of history and the store.
+    for name in ("SMYTH_ENCRYPTION_KEYS", "SMYTH_ENCRYPTION_KEY_FILE", "SMYTH_ENV"):
+        monkeypatch.delenv(name, raising=False)
     file = tmp_path / "worker.secrets"
     file.write_text(f"WEATHER_KEY={WEATHER_KEY}\nGIT_TOKEN={GIT_TOKEN}\nMODEL_KEY={MODEL_KEY}\n")
     file.chmod(0o600)
@@ -169,6 +347,7 @@ async def test_a_secret_never_leaves_the_worker(
         chat_completion(tool_calls=[("c1", "forecast", {"city": "Lisbon"})]),
         chat_completion(tool_calls=[("c2", "broken_forecast", {"city": "Porto"})]),
         chat_completion(tool_calls=[("c3", "whoami", {})]),
+        chat_completion(tool_calls=[("c4", "refused_forecast", {"city": "Faro"})]),
         chat_completion("Sunny in Lisbon."),
     )
     provider = OpenAIProvider(base_url=fake.base_url, api_key=secret("MODEL_KEY"))
@@ -191,10 +370,16 @@ async def test_a_secret_never_leaves_the_worker(
     assert "sunny in Lisbon (asked with key [secret:WEATHER_KEY])" in model_input
     assert "401 for key [secret:WEATHER_KEY]" in model_input
     assert "you sent [secret:GIT_TOKEN]" in model_input
+    assert "key [secret:WEATHER_KEY] refused" in model_input  # the tool's own error
     assert "[secret:WEATHER_KEY]" in logs.getvalue()  # the careless log line, masked
 
-    history = (await client.get_workflow_handle(handle.id).fetch_history()).to_json()
+    history = _readable(await client.get_workflow_handle(handle.id).fetch_history())
     stored = b"".join(p.read_bytes() for p in store.rglob("*") if p.is_file())
+    # Both were searched with something in them: the long result went to the store,
+    # the short ones and the failures stayed in history, masked.
+    assert b"asked with key [secret:WEATHER_KEY]" in stored
+    assert "401 for key [secret:WEATHER_KEY]" in history
+    assert "you sent [secret:GIT_TOKEN]" in history
     for value in VALUES:
         assert value not in model_input
         assert value not in history
@@ -215,3 +400,55 @@ async def test_a_worker_refuses_a_secret_it_may_not_hand_out(
             task_queue=task_queue,
             mcp_servers=servers,
         )
+
+
+# --- smyth worker --------------------------------------------------------------------
+
+
+def test_smyth_worker_refuses_bad_secret_options(tmp_path: Path, address: str) -> None:
+    file = tmp_path / "worker.secrets"
+    file.write_text(f"WEATHER_KEY={WEATHER_KEY}\n")
+    file.chmod(0o644)
+    worker = ("worker", "tests.test_secrets:WeatherAgent", "--address", address)
+    queue = ("--model", "tests.test_secrets:weather_model", "--task-queue", new_task_queue())
+    refused = run_smyth(*worker, "--secrets-file", str(file))
+    assert_one_error_line(refused, f"the secrets file {file} is readable by others; chmod 600")
+    assert WEATHER_KEY not in refused.err
+    file.chmod(0o600)
+    refused = run_smyth(*worker, "--secrets-file", str(file), "--allow-secret", "weather_key")
+    assert_one_error_line(refused, "cannot allow ['weather_key']")
+    # The agent's tool declares WEATHER_KEY: a worker allowed only another stops at start.
+    refused = run_smyth(*worker, *queue, "--secrets-file", str(file), "--allow-secret", "GIT_TOKEN")
+    assert_one_error_line(refused, "secrets ['WEATHER_KEY'] are used by this worker's tools")
+    file.write_text("GIT_TOKEN=x\n")  # and the environment has it empty: not a value
+    refused = run_smyth(*worker, *queue, "--secrets-file", str(file), env={"WEATHER_KEY": ""})
+    assert_one_error_line(refused, "secrets ['WEATHER_KEY'] are used by this worker's tools")
+    assert "but not set" in refused.err
+
+
+async def test_smyth_worker_serves_a_secret_from_its_file(
+    client: Client, address: str, task_queue: str, tmp_path: Path
+) -> None:
+    file = tmp_path / "worker.secrets"
+    file.write_text(f"WEATHER_KEY={WEATHER_KEY}\n")
+    file.chmod(0o600)
+    log = tmp_path / "worker.log"
+    process = spawn_worker(
+        ["tests.test_secrets:WeatherAgent"],
+        model="tests.test_secrets:weather_model",
+        address=address,
+        task_queue=task_queue,
+        log=log,
+        args=["--secrets-file", str(file), "--allow-secret", "WEATHER_KEY"],
+    )
+    try:
+        agents = AgentClient(client, task_queue=task_queue)
+        handle = await agents.start(WeatherAgent, "Weather in Lisbon?")
+        result = await agents.result(handle.id)
+    finally:
+        stop_process(process)
+    # The tool got the file's value (the model saw it masked), and the log masks it too.
+    assert result.output.startswith("sunny in Lisbon (asked with key [secret:WEATHER_KEY])")
+    assert "[secret:WEATHER_KEY]" in log.read_text()
+    history = _readable(await client.get_workflow_handle(handle.id).fetch_history())
+    assert WEATHER_KEY not in result.output + log.read_text() + history

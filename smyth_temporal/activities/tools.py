@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._redaction import redact
+from smyth_temporal._redaction import redact, redact_value
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.exceptions import (
     ConfigurationError,
@@ -42,7 +42,8 @@ def render_output(value: Any, max_chars: int) -> ToolOutcome:
         max_chars: The most characters to keep.
 
     Returns:
-        The text, truncated with a note when it was longer than ``max_chars``.
+        The text, every secret value this worker resolved masked as
+        ``[secret:NAME]``, truncated with a note when it was longer than ``max_chars``.
     """
     if isinstance(value, str):
         text = value
@@ -50,6 +51,8 @@ def render_output(value: Any, max_chars: int) -> ToolOutcome:
         text = value.model_dump_json()
     else:
         text = pydantic_core.to_json(value, fallback=str).decode()
+    # Masked before bounding: a secret cut by the truncation would leak its start.
+    text = redact(text)
     if len(text) <= max_chars:
         return ToolOutcome(content=text)
     note = f"\n[output truncated: showing the first {max_chars} of {len(text)} characters]"
@@ -91,8 +94,8 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
         try:
             async with auto_heartbeat():
                 value = await spec.fn(**kwargs)
-        except ApplicationError:
-            raise
+        except ApplicationError as exc:
+            raise _masked(exc) from None
         except Exception as exc:
             log.warning("tool.failed", error=repr(exc))
             # A side-effecting tool that raised may have done part of its effect:
@@ -106,12 +109,23 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
         finally:
             _current.reset(token)
         outcome = render_output(value, spec.max_output_chars)
-        outcome.content = redact(outcome.content)
         log.info("tool.completed", chars=len(outcome.content), truncated=outcome.truncated)
         return outcome
 
     run_tool.__name__ = run_tool.__qualname__ = f"run_tool_{spec.name}"
     return run_tool
+
+
+def _masked(exc: ApplicationError) -> ApplicationError:
+    """``exc`` as the tool raised it, its message and details masked of secret values."""
+    return ApplicationError(
+        redact(exc.message),
+        *redact_value(list(exc.details)),
+        type=exc.type,
+        non_retryable=exc.non_retryable,
+        next_retry_delay=exc.next_retry_delay,
+        category=exc.category,
+    )
 
 
 def _resolve(spec: Tool, secrets: Secrets) -> dict[str, str]:

@@ -221,6 +221,7 @@ def worker(
 ) -> None:
     """Serve agent classes."""
     settings = options.settings()
+    secrets = _secrets(secrets_file, allow_secret)
     classes = load_agents(agents)
     provider = load_model_provider(model)
     servers = dict(parse_server(spec) for spec in mcp or ())
@@ -231,15 +232,17 @@ def worker(
             model=provider,
             max_cached_workflows=max_cached_workflows,
             mcp_servers=servers,
-            secrets=_secrets(secrets_file, allow_secret),
+            secrets=secrets,
         )
     )
 
 
 def _secrets(secrets_file: Path | None, allow: list[str] | None) -> Secrets:
-    environ = dict(os.environ)
+    # Exported, not only passed on: a model provider built by the loaded modules
+    # (OpenAIProvider(api_key=secret(...))) resolves with Secrets.from_env() and must
+    # see the same file and allow-list as the worker's tools and MCP servers.
     if secrets_file is not None:
-        environ[SECRETS_FILE_ENV] = str(secrets_file)
+        os.environ[SECRETS_FILE_ENV] = str(secrets_file)
     if allow:
-        environ[ALLOWED_SECRETS_ENV] = ",".join(allow)
-    return Secrets.from_env(environ)
+        os.environ[ALLOWED_SECRETS_ENV] = ",".join(allow)
+    return Secrets.from_env()

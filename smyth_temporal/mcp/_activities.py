@@ -48,7 +48,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._redaction import redact
+from smyth_temporal._redaction import masked_cause, redact
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities.tools import render_output
 from smyth_temporal.exceptions import ConfigurationError, MCPServerError
@@ -118,7 +118,7 @@ class MCPActivities:
                         break
         except Exception as exc:
             _log.warning("mcp.list_failed", server=server, agent=request.agent, error=reason(exc))
-            raise classify(exc, server, "read_only") from exc
+            raise classify(exc, server, "read_only") from masked_cause(exc)
         _log.info("mcp.listed", server=server, agent=request.agent, tools=len(tools))
         return MCPToolList(server=server, tools=[_info(t) for t in tools])
 
@@ -141,12 +141,14 @@ class MCPActivities:
         except Exception as exc:
             error = classify(exc, server, request.effect)
             log.warning("mcp.call_failed", error=error.message, retryable=not error.non_retryable)
-            raise error from exc
+            # The cause goes to history too: dropped if it quotes a header's token.
+            raise error from masked_cause(exc)
+        # Masked by render_output: a server echoing a header's token would carry it
+        # to the model.
         outcome = render_output(render_result(result), request.max_output_chars)
         log.info("mcp.call_completed", chars=len(outcome.content), is_error=result.is_error)
         return MCPCallOutcome(
-            # Masked: a server echoing a header's token would carry it to the model.
-            content=redact(outcome.content),
+            content=outcome.content,
             truncated=outcome.truncated,
             is_error=result.is_error,
         )

@@ -26,6 +26,7 @@ from typing import Any
 import openai
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal._redaction import redact
 from smyth_temporal.exceptions import ModelError, ModelHTTPError, UserError
 
 __all__ = ["is_retryable_status", "to_application_error"]
@@ -230,7 +231,9 @@ def _describe_cause(exc: BaseException) -> str:
 
 
 def _truncate(text: str) -> str:
-    text = text.strip()
+    # Masked first: an endpoint or proxy quoting the key it refused would put it in
+    # history, and a cut could leave part of it.
+    text = redact(text.strip())
     if len(text) <= _MAX_MESSAGE_CHARS:
         return text
     return text[: _MAX_MESSAGE_CHARS - 3] + "..."

@@ -6,7 +6,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from smyth_temporal._redaction import register_secret
+from smyth_temporal._redaction import masked_cause, register_secret
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, to_model_response
 from smyth_temporal.models._provider import TextSink
@@ -32,6 +32,11 @@ StructuredOutput = Literal["json_schema", "tool"]
 DEFAULT_MODEL_HTTP_TIMEOUT = 120.0
 """Seconds one HTTP request to the endpoint may take before it counts as timed out."""
 
+_MASKED_PLAIN_KEY_LENGTH = 12
+"""A key given as a plain string is masked in logs only from this length: endpoints
+without keys take placeholders ("ollama", "EMPTY", "sk-test") that masking would cut
+out of ordinary text. Keys given as ``secret(...)`` are always masked."""
+
 
 class OpenAIProvider:
     """Chat completions through the ``openai`` package against any compatible endpoint.
@@ -43,7 +48,8 @@ class OpenAIProvider:
     ``Retry-After``; other 4xx final). ``stream`` hands over the text while the model
     writes it (a ``StreamingModelProvider``).
 
-    Added in 0.1.0; ``stream`` added in 0.3.0.
+    Added in 0.1.0; ``stream`` added in 0.3.0. Changed in 0.4.0: ``api_key`` takes a
+    ``secret("NAME")``; ``secrets``.
     """
 
     def __init__(
@@ -54,34 +60,40 @@ class OpenAIProvider:
         timeout: float = DEFAULT_MODEL_HTTP_TIMEOUT,
         client: AsyncOpenAI | None = None,
         structured_output: StructuredOutput = "json_schema",
+        secrets: Secrets | None = None,
     ) -> None:
         """Configure the provider; the key is checked now, so a worker fails at start.
 
         Args:
             base_url: The endpoint, e.g. ``http://localhost:11434/v1``.
-            api_key: The key, or ``secret("NAME")`` to resolve it on the worker from its
-                environment or secrets file (``Secrets.from_env()``, allow-list
-                included); endpoints that need none accept any string. Either way the
-                key is masked in logs.
+            api_key: The key, or ``secret("NAME")`` to resolve it on the worker with
+                ``secrets``; endpoints that need none accept any string. A secret, or
+                a plain key of 12 characters or more, is masked in logs and tool results.
             timeout: Seconds per HTTP request.
             client: A ready client (its retry setting is left as the caller made it).
             structured_output: How a typed final answer (``AgentConfig.output_type``)
                 is asked for: ``json_schema`` (the ``response_format`` of OpenAI, vLLM,
                 Ollama, llama.cpp) or ``tool`` (a ``final_answer`` tool, for endpoints
                 without structured output).
+            secrets: What resolves a ``secret("NAME")`` key (default:
+                ``Secrets.from_env()``: ``SMYTH_SECRETS_FILE``, then the environment,
+                within ``SMYTH_ALLOWED_SECRETS``); pass the worker's own to use its
+                backends (Vault, a cloud secrets manager).
 
         Raises:
-            ConfigurationError: No API key given and ``OPENAI_API_KEY`` is not set.
+            ConfigurationError: No API key given and ``OPENAI_API_KEY`` is not set, or
+                the secret named is not allowed or not set on this worker.
         """
         if client is None:
             from openai import AsyncOpenAI
 
             if isinstance(api_key, SecretRef):
-                key: str | None = Secrets.from_env().resolve(api_key)
+                # resolve() registers the value for masking itself.
+                key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
             else:
                 key = api_key or os.environ.get("OPENAI_API_KEY")
-            if key:
-                register_secret("OPENAI_API_KEY", key)
+                if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
+                    register_secret("OPENAI_API_KEY", key)
             if not key:
                 raise ConfigurationError(
                     "the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "
@@ -114,7 +126,7 @@ class OpenAIProvider:
         try:
             completion = await self._client.chat.completions.create(**self._params(request))
         except openai.OpenAIError as exc:
-            raise to_application_error(exc) from exc
+            raise to_application_error(exc) from masked_cause(exc)
         return to_model_response(completion, request)
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
@@ -139,7 +151,7 @@ class OpenAIProvider:
         try:
             completion = await self._stream_completion(request, None if held_back else on_text)
         except openai.OpenAIError as exc:
-            raise to_application_error(exc) from exc
+            raise to_application_error(exc) from masked_cause(exc)
         if completion is None:
             raise to_application_error(ValueError("the model endpoint streamed no chunks"))
         response = to_model_response(completion, request)

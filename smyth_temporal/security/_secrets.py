@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -10,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.types.secrets import SecretRef
+from smyth_temporal.types.secrets import SECRET_NAME_PATTERN, SecretRef
 
 __all__ = [
     "ALLOWED_SECRETS_ENV",
@@ -66,7 +68,11 @@ class EnvSecrets:
 
 
 class FileSecrets:
-    """Secrets from a file of ``NAME=value`` lines (``#`` comments), read once.
+    """Secrets from an owner-only file, read once: ``NAME=value`` lines or a JSON object.
+
+    Lines: ``#`` starts a comment, blank lines are skipped, and a value wrapped in one
+    pair of matching quotes loses them (as in ``.env`` files). JSON: a file that
+    starts with ``{`` (after blanks) is one object of names to string values.
 
     Added in 0.4.0.
     """
@@ -76,7 +82,7 @@ class FileSecrets:
 
         Raises:
             ConfigurationError: It is missing, readable by group or others (as ssh
-                refuses such keys), or has a line that is not ``NAME=value``.
+                refuses such keys), or holds something that is not a name and a value.
         """
         file = Path(path)
         try:
@@ -88,19 +94,47 @@ class FileSecrets:
             raise ConfigurationError(
                 f"the secrets file {file} is readable by others; chmod 600 {file}"
             )
+        pairs = (
+            _json_pairs(file, text) if text.lstrip().startswith("{") else _line_pairs(file, text)
+        )
         self._values: dict[str, str] = {}
-        for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            name, sep, value = line.partition("=")
-            if not sep or not name.strip():
-                raise ConfigurationError(f"{file}:{number}: expected NAME=value")
-            self._values[name.strip()] = value.strip()
+        for where, name, value in pairs:
+            if not re.match(SECRET_NAME_PATTERN, name):
+                raise ConfigurationError(
+                    f"{where}: {name!r} is not a secret name (like WEATHER_KEY)"
+                )
+            self._values[name] = value
 
     def get(self, name: str) -> str | None:
         """The value of ``name`` in the file, or ``None``."""
         return self._values.get(name)
+
+
+def _line_pairs(file: Path, text: str) -> list[tuple[str, str, str]]:
+    pairs = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep or not name.strip():
+            raise ConfigurationError(f"{file}:{number}: expected NAME=value")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        pairs.append((f"{file}:{number}", name.strip(), value))
+    return pairs
+
+
+def _json_pairs(file: Path, text: str) -> list[tuple[str, str, str]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # The message names the position only: the document may be a secret's value.
+        raise ConfigurationError(f"{file}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise ConfigurationError(f"{file}: expected a JSON object of names to string values")
+    return [(str(file), name, value) for name, value in data.items()]
 
 
 class Secrets:
@@ -124,9 +158,17 @@ class Secrets:
             backends: Where to look, first match wins (default: the environment).
             allow: The only names this worker hands out (``None``: those its tools,
                 MCP servers and model providers declare; see ``SmythPlugin``).
+
+        Raises:
+            ConfigurationError: An allowed name is not like ``WEATHER_KEY``.
         """
         self._backends = list(backends) if backends is not None else [EnvSecrets()]
         self._allow = frozenset(allow) if allow is not None else None
+        bad = sorted(n for n in self._allow or () if not re.match(SECRET_NAME_PATTERN, n))
+        if bad:
+            raise ConfigurationError(
+                f"cannot allow {bad}: secret names look like WEATHER_KEY (A-Z, 0-9, _)"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Secrets:
@@ -152,19 +194,28 @@ class Secrets:
     def restrict(self, declared: Iterable[str]) -> Secrets:
         """This resolver, allowed exactly ``declared`` if no allow-list was given.
 
+        A worker calls it at start, so that a secret it could never hand out stops
+        it there rather than failing each tool call.
+
         Raises:
-            ConfigurationError: A declared name is not on the given allow-list.
+            ConfigurationError: A declared name is not on the given allow-list, or no
+                backend has it.
         """
         names = frozenset(declared)
-        if self._allow is None:
-            return Secrets(self._backends, allow=names)
-        outside = sorted(names - self._allow)
+        outside = sorted(names - self._allow) if self._allow is not None else []
         if outside:
             raise ConfigurationError(
                 f"secrets {outside} are used by this worker's tools, MCP servers or models but "
                 f"not allowed; add them to {ALLOWED_SECRETS_ENV} (or smyth worker --allow-secret)"
             )
-        return self
+        # Only whether a value exists: values are read when used, so rotation applies.
+        missing = sorted(n for n in names if not any(b.get(n) for b in self._backends))
+        if missing:
+            raise ConfigurationError(
+                f"secrets {missing} are used by this worker's tools or MCP servers but not set "
+                f"(environment or {SECRETS_FILE_ENV} / smyth worker --secrets-file)"
+            )
+        return Secrets(self._backends, allow=names) if self._allow is None else self
 
     def resolve(self, ref: SecretRef | str) -> str:
         """The value of a reference (formatted), registered for redaction.
@@ -181,7 +232,7 @@ class Secrets:
             )
         for backend in self._backends:
             value = backend.get(ref.name)
-            if value is not None:
+            if value:  # an empty value is a variable set by mistake, not a credential
                 register_secret(ref.name, value)
                 formatted = ref.format.replace("{}", value)
                 register_secret(ref.name, formatted)
