@@ -39,6 +39,27 @@ class StepBench(AgentWorkflow):
         return await self.run_agent(input)
 
 
+@tool(local=True)
+async def local_echo(text: str) -> str:
+    """Return the text, as a local activity (the same tool, the other way to run it).
+
+    Args:
+        text: What to return.
+    """
+    return text
+
+
+@workflow.defn
+class LocalStepBench(AgentWorkflow):
+    """``StepBench`` with its one tool run as a local activity."""
+
+    config = AgentConfig(model="bench-model", tools=[local_echo], max_steps=BENCH_STEPS + 5)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """The ``fraction`` quantile (0..1), interpolating between the nearest ranks."""
     ordered = sorted(values)

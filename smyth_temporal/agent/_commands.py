@@ -83,7 +83,21 @@ async def call_tool_activity(spec: Tool, invocation: ToolInvocation) -> ToolOutc
 
 
 async def _tool_activity(spec: Tool, argument: Any, result_type: type[_R], summary: str) -> _R:
-    """Run ``spec``'s activity (a ``@tool`` or an MCP call) with the tool's own options."""
+    """Run ``spec``'s activity (a ``@tool`` or an MCP call) with the tool's own options.
+
+    A ``local`` tool runs as a local activity of the same name: in this worker, recorded
+    as a marker, without a round trip through the task queue (and without heartbeats).
+    """
+    if spec.local:
+        local: _R = await workflow.execute_local_activity(
+            spec.activity_name,
+            argument,
+            result_type=result_type,
+            start_to_close_timeout=spec.timeout,
+            retry_policy=spec.retry,
+            summary=summary,
+        )
+        return local
     result: _R = await workflow.execute_activity(
         spec.activity_name,
         argument,

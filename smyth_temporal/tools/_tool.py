@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
+    "LOCAL_TOOL_MAX_TIMEOUT",
     "ApprovalPolicy",
     "Tool",
     "tool",
@@ -59,6 +60,10 @@ _DEFAULT_RETRY = RetryPolicy(
 )
 
 ToolFunction = Callable[..., Awaitable[Any]]
+
+LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=10)
+"""A ``read_only`` tool whose ``timeout`` is at most this runs as a local activity unless
+``@tool(local=False)`` says otherwise. Added in 0.4.0."""
 
 ACTIVITY_EXECUTOR = "activity"
 """The executor of ``@tool`` functions: each call is the tool's own activity."""
@@ -109,6 +114,8 @@ class Tool:
     secrets: tuple[str, ...] = ()
     """Secrets the tool reads through ``tool_context().secrets``, resolved on the worker
     for each call. Added in 0.4.0."""
+    local: bool = False
+    """Run each call as a Temporal local activity (see ``@tool(local=...)``). Added in 0.4.0."""
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether this call (with validated JSON ``arguments``) needs a decision first."""
@@ -217,6 +224,7 @@ def tool(
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
     secrets: Sequence[str] = (),
+    local: bool | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -236,6 +244,7 @@ def tool(
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
     secrets: Sequence[str] = (),
+    local: bool | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn an async function into a tool the model can call.
 
@@ -266,6 +275,13 @@ def tool(
         secrets: Names of secrets the tool reads with ``tool_context().secrets[NAME]``;
             the worker resolves them per call (its environment or secrets file, within
             its allow-list) and masks their values in the tool's result and errors.
+        local: Run each call as a Temporal local activity: in the worker that runs the
+            agent, recorded as a marker, without the round trip through the server's
+            task queue (about 4 ms instead of about 50 ms a call on the dev server).
+            For short, cheap, retry-safe calls; a local call cannot heartbeat, and a
+            crash re-runs it when the run resumes (same idempotency key). Default
+            (``None``): local when the tool is ``read_only`` with a ``timeout`` of at
+            most ``LOCAL_TOOL_MAX_TIMEOUT`` (10 s), else an ordinary activity.
 
     Returns:
         A ``Tool``, or a decorator that makes one.
@@ -273,7 +289,8 @@ def tool(
     Raises:
         ToolDefinitionError: The function is not async, or a parameter has no type hint.
 
-    Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``.
+    Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``,
+    ``local``.
     """
     bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
     if bad or isinstance(secrets, str):
@@ -299,6 +316,11 @@ def tool(
             on_timeout=on_timeout,
             executor=executor,
             secrets=tuple(secrets),
+            local=(
+                local
+                if local is not None
+                else spec.effect == "read_only" and spec.timeout <= LOCAL_TOOL_MAX_TIMEOUT
+            ),
         )
 
     return make(fn) if fn is not None else make
