@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from smyth_temporal import (
     tool_context,
 )
 from tests.agents import read_ledger, record
+from tests.test_crash_recovery import RESULT_TIMEOUT, Spawn, spawn, wait_for_entry
+from tests.worker_process import RecoveryProbe
+
+__all__ = ["spawn"]  # the crash tests' fixture, shared
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.models import ModelRequest, ModelResponse
@@ -119,3 +124,27 @@ async def test_a_local_tool_call_is_a_marker_with_the_same_contract(
     # A recorded local call replays without running the tool again.
     replayed = await Replayer(workflows=[Quoter], plugins=[SmythPlugin()]).replay_workflow(history)
     assert replayed.replay_failure is None
+
+
+async def test_a_crash_mid_call_re_runs_the_local_call_with_its_key(
+    agents: AgentClient, ledger: Path, spawn: Spawn
+) -> None:
+    first = await spawn("crash-local")
+    handle = await agents.start(RecoveryProbe, AgentInput(prompt="Look ACME up"))
+    await wait_for_entry(ledger, lambda e: e["tool"] == "local_lookup.start")
+    first.kill()
+    second = await spawn("crash-local")
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+
+    assert result.output == "101.5 | ACME looked up locally | 42.0"
+    starts = [e for e in read_ledger(ledger) if e["tool"] == "local_lookup.start"]
+    # The call in flight ran again on the new worker, with the same idempotency key;
+    # the quote done before the kill did not.
+    assert [e["pid"] for e in starts] == [first.pid, second.pid]
+    assert {e["key"] for e in starts} == {f"{handle.id}/2/call_2_0"}
+    assert [e["pid"] for e in read_ledger(ledger) if e["tool"] == "local_lookup"] == [second.pid]
+    quotes = [e for e in read_ledger(ledger) if e["tool"] == "get_quote"]
+    assert [(e["symbol"], e["pid"]) for e in quotes] == [
+        ("ACME", first.pid),
+        ("GLOBEX", second.pid),
+    ]

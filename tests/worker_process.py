@@ -43,7 +43,7 @@ from temporalio.worker import Worker
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.clients._base import pollers
-from smyth_temporal.tools import Tool, tool
+from smyth_temporal.tools import Tool, tool, tool_context
 
 # This module defines a workflow, so the sandbox re-imports it: its worker-side imports
 # (the plugin, the model providers, the testing helpers) are passed through as is.
@@ -90,11 +90,28 @@ def _probe_lookup(heartbeat_seconds: int) -> Tool:
 PROBE_TOOLS = tuple(_probe_lookup(seconds) for seconds in PROBE_HEARTBEATS)
 
 
+@tool(local=True, timeout=timedelta(seconds=30))
+async def local_lookup(symbol: str, seconds: float = 2.0) -> str:
+    """A slow read-only lookup run as a local activity (in the agent's own worker).
+
+    Args:
+        symbol: The ticker.
+        seconds: How long the lookup takes.
+    """
+    context = tool_context()
+    record("local_lookup.start", symbol=symbol, key=context.idempotency_key)
+    await asyncio.sleep(seconds)
+    record("local_lookup", symbol=symbol, key=context.idempotency_key)
+    return f"{symbol} looked up locally"
+
+
 @workflow.defn
 class RecoveryProbe(AgentWorkflow):
     """The default loop, with slow tools of several heartbeat timeouts (for benchmarks)."""
 
-    config = AgentConfig(model="test-model", tools=[get_quote, *PROBE_TOOLS], max_steps=8)
+    config = AgentConfig(
+        model="test-model", tools=[get_quote, *PROBE_TOOLS, local_lookup], max_steps=8
+    )
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -161,6 +178,15 @@ SCRIPTS: dict[str, Script] = {
         )
         for seconds in PROBE_HEARTBEATS
     },
+    # RecoveryProbe: a quote, then a slow local tool call in flight at the kill.
+    "crash-local": Script(
+        [
+            tool_call("get_quote", symbol="ACME"),
+            tool_call("local_lookup", symbol="ACME", seconds=SLOW_TOOL_SECONDS),
+            tool_call("get_quote", symbol="GLOBEX"),
+            tool_results,
+        ]
+    ),
     "echo": Script([reply("done")]),
     # Scribe (MCP, the stdio ledger server): a write, then a slow one in flight at the
     # kill, then another write.
