@@ -8,7 +8,7 @@ from pathlib import Path
 
 from smyth_temporal.exceptions import ConfigurationError
 
-__all__ = ["private_dir"]
+__all__ = ["private_dir", "read_private_file"]
 
 _OWNER_ONLY = 0o700
 
@@ -43,3 +43,23 @@ def private_dir(path: Path) -> Path:
         except OSError as exc:
             raise ConfigurationError(f"cannot make {path} owner-only: {exc}") from None
     return path
+
+
+def read_private_file(path: Path, what: str) -> str:
+    """The text of a file of credentials, refused if others may read it (as ssh does).
+
+    Args:
+        path: The file.
+        what: What it is, for the messages ("the secrets file").
+
+    Raises:
+        ConfigurationError: It cannot be read, or group or others have any access.
+    """
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {what} {path}: {exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigurationError(f"{what} {path} is readable by others; chmod 600 {path}")
+    return text

@@ -19,6 +19,8 @@ from smyth_temporal.testing import (
 )
 from tests.agents import LEDGER_ENV
 
+pytest_plugins = ["tests.browser_support"]  # the `browser` fixture (headless Chromium)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def payload_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

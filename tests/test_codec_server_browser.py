@@ -10,46 +10,25 @@ Screenshots go to ``test-artifacts/``. Skipped without Debian's ``chromium`` and
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal.testing import start_dev_environment
+from tests.browser_support import ARTIFACTS, requires_chromium
 from tests.test_codec_server import TOKEN, free_port, sealed_run, start_codec_server
 from tests.test_encryption import SSN
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-ARTIFACTS = Path(__file__).parents[1] / "test-artifacts"
 WAIT = 90.0
 """Seconds the UI may take to render a page: generous, since nothing is timed."""
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="no Chromium here: apt-get install chromium chromium-driver",
-)
+pytestmark = requires_chromium
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
-
-
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1400,1000")
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture

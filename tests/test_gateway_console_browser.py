@@ -8,8 +8,6 @@ Skipped without Debian's ``chromium`` and ``chromium-driver``.
 from __future__ import annotations
 
 import asyncio
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,21 +17,16 @@ from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelResponse
 from tests.approval_agents import Trader
+from tests.browser_support import ARTIFACTS, requires_chromium
 from tests.gateway_support import Keys, gateway, make_keys, pending_approvals
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-ARTIFACTS = Path(__file__).parents[1] / "test-artifacts"
 WAIT = 60.0
 """Seconds any one thing may take to appear: generous, since nothing is timed."""
 
 REASON = "ACME fell 8% on the news; the mandate says sell."
 ANSWER = "Sold 10 ACME at market."
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="no Chromium here: apt-get install chromium chromium-driver",
-)
+pytestmark = requires_chromium
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -42,20 +35,6 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
-
-
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1280,900")
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def shown(driver: WebDriver, css: str) -> WebElement:

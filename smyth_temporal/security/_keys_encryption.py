@@ -6,12 +6,12 @@ import base64
 import binascii
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from smyth_temporal._files import read_private_file
 from smyth_temporal.exceptions import ConfigurationError
 
 __all__ = [
@@ -136,16 +136,7 @@ class KeyRing:
                 malformed.
         """
         file = Path(path)
-        try:
-            mode = file.stat().st_mode
-            text = file.read_text()
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read the encryption key file {file}: {exc}") from None
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise ConfigurationError(
-                f"the encryption key file {file} is readable by others; chmod 600 {file}"
-            )
-        return cls.parse(text, source=str(file))
+        return cls.parse(read_private_file(file, "the encryption key file"), source=str(file))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KeyRing | None:

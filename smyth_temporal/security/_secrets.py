@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from smyth_temporal._files import read_private_file
 from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.types.secrets import SECRET_NAME_PATTERN, SecretRef
@@ -85,15 +85,7 @@ class FileSecrets:
                 refuses such keys), or holds something that is not a name and a value.
         """
         file = Path(path)
-        try:
-            mode = file.stat().st_mode
-            text = file.read_text()
-        except OSError as exc:
-            raise ConfigurationError(f"cannot read the secrets file {file}: {exc}") from None
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise ConfigurationError(
-                f"the secrets file {file} is readable by others; chmod 600 {file}"
-            )
+        text = read_private_file(file, "the secrets file")
         pairs = (
             _json_pairs(file, text) if text.lstrip().startswith("{") else _line_pairs(file, text)
         )
