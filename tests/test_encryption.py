@@ -22,6 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from smyth_temporal import (
     AgentClient,
@@ -392,3 +393,23 @@ def test_the_store_and_the_codec_compose(tmp_path: Path) -> None:
     [file] = store_files(tmp_path)
     assert SSN.encode() not in file.read_bytes()
     assert asyncio.run(converter.decode([reference])) == [f"{SSN} " * 50]
+
+
+async def test_an_encrypted_history_replays(
+    env: WorkflowEnvironment, task_queue: str, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Replayer reads under a placeholder namespace unless told the real one: a
+    # history downloaded from the server must replay, and with the real one it does too.
+    client = sealed_client(env, ring("k1"), monkeypatch)
+    model = ScriptedModel([tool_call("customer_file", account=ACCOUNT), summarize])
+    async with agent_worker(client, Clerk, model=model, task_queue=task_queue):
+        agents = AgentClient(client, task_queue=task_queue)
+        handle = await agents.start(Clerk, f"SSN {SSN}")
+        await agents.result(handle.id)
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    for namespace in ({}, {"namespace": client.namespace}):
+        replayer = Replayer(workflows=[Clerk], plugins=[SmythPlugin()], **namespace)
+        assert (await replayer.replay_workflow(history)).replay_failure is None
+    wrong = Replayer(workflows=[Clerk], plugins=[SmythPlugin()], namespace="elsewhere")
+    failed = await wrong.replay_workflow(history, raise_on_replay_failure=False)
+    assert failed.replay_failure is not None  # sealed for another namespace: refused

@@ -48,8 +48,10 @@ def serve_command(address: str, task_queue: str, *extra: str) -> list[str]:
 
 
 def server_environment() -> dict[str, str]:
-    # The server must read the payloads the workers store (the test session's store).
-    return {name: os.environ[name] for name in ("SMYTH_PAYLOAD_PATH",) if name in os.environ}
+    # The server must read the payloads the workers store (the test session's store),
+    # with their keys when the suite runs encrypted.
+    names = ("SMYTH_PAYLOAD_PATH", "SMYTH_ENCRYPTION_KEYS")
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType, TaskQueueType
+from temporalio.api.failure.v1 import Failure
 from temporalio.api.taskqueue.v1 import PollerInfo, TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, Plugin, WorkflowHandle
@@ -232,7 +233,8 @@ async def watch_pickup(
                     return pickup
                 if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
                     continue
-                message = event.workflow_task_failed_event_attributes.failure.message
+                failure = event.workflow_task_failed_event_attributes.failure
+                message = await failure_message(handle, failure)
                 pickup.failures.append(one_line(message, _FAILURE_WIDTH))
                 if on_failure is not None:
                     on_failure(pickup.failures[-1])
@@ -240,6 +242,22 @@ async def watch_pickup(
                     return pickup
             pickup.taken = True  # the history ended: the run is closed
     return pickup
+
+
+async def failure_message(handle: WorkflowHandle[Any, Any], failure: Failure) -> str:
+    """A failure's message as its worker wrote it.
+
+    With an encryption codec the message travels encoded (history says only "Encoded
+    failure"); the client's data converter decodes it, as the Temporal UI needs a codec
+    server to.
+    """
+    if not failure.HasField("encoded_attributes"):
+        return failure.message
+    try:
+        decoded = await handle._data_converter.decode_failure(failure)
+    except Exception:  # a key this client lacks: say what history says
+        return failure.message
+    return str(decoded)
 
 
 async def last_activity_failure(handle: WorkflowHandle[Any, Any]) -> str | None:
@@ -250,7 +268,8 @@ async def last_activity_failure(handle: WorkflowHandle[Any, Any]) -> str | None:
         return None
     for activity in description.raw_description.pending_activities:
         if activity.HasField("last_failure"):
-            return one_line(activity.last_failure.message, _FAILURE_WIDTH)
+            message = await failure_message(handle, activity.last_failure)
+            return one_line(message, _FAILURE_WIDTH)
     return None
 
 

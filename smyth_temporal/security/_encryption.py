@@ -42,6 +42,10 @@ _META_COMPRESSION = "smyth-compression"
 _AAD_PREFIX: Final = b"smyth-payload-v1\x00"
 _NONCE_BYTES = 12
 _COMPRESS_FROM = 256  # bytes: below this zlib's header costs more than it saves
+_UNKNOWN_NAMESPACES = frozenset({"ReplayNamespace"})
+"""Namespaces that stand for "not known": temporalio's ``Replayer`` uses this one unless
+told the real namespace (``Replayer(namespace=...)``), and a history downloaded from a
+namespace must still replay. The recorded namespace stays authenticated either way."""
 
 
 @lru_cache(maxsize=64)
@@ -130,6 +134,8 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
     def with_context(self, context: SerializationContext) -> EncryptionCodec:
         """This codec bound to the namespace of the workflow or activity at hand."""
         namespace = getattr(context, "namespace", None)
+        if namespace in _UNKNOWN_NAMESPACES:
+            namespace = None
         if not isinstance(namespace, str) or namespace == self._namespace:
             return self
         return EncryptionCodec(self._keys, compress=self._compress, namespace=namespace)
