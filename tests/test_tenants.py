@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from smyth_temporal import (
     AgentClient,
     AgentInput,
     AgentNotFoundError,
+    ScheduleNotFoundError,
 )
 from smyth_temporal.security import KeyStore, Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
@@ -179,3 +181,34 @@ async def test_the_mcp_server_acts_as_one_key(
             "decide_approval", {"workflow_id": waiting_run, "approve": True}
         )
         assert decided.is_error and "role viewer" in text_of(decided)
+
+
+async def test_schedules_belong_to_the_key_s_tenant(
+    client: Client, task_queue: str, keys: dict[str, str]
+) -> None:
+    operator = as_key(client, task_queue, "acme-operator").schedules
+    viewer = as_key(client, task_queue, "acme-viewer").schedules
+    stranger = as_key(client, task_queue, "globex-admin").schedules
+    schedule_id = await operator.create(
+        Trader, every=timedelta(hours=1), prompt="Sell", paused=True
+    )
+    try:
+        assert (await viewer.describe(schedule_id)).tenant == "acme"
+        assert schedule_id in [s.id for s in await viewer.list()]
+        assert schedule_id not in [s.id for s in await stranger.list()]
+        for attempt in (
+            stranger.describe(schedule_id),
+            stranger.resume(schedule_id),
+            stranger.trigger(schedule_id),
+            stranger.delete(schedule_id),
+        ):
+            with pytest.raises(ScheduleNotFoundError, match=f"no schedule with id '{schedule_id}'"):
+                await attempt
+        with pytest.raises(AccessDeniedError, match="role viewer"):
+            await viewer.pause(schedule_id)
+        with pytest.raises(AccessDeniedError, match="role viewer"):
+            await viewer.create(Trader, every=timedelta(hours=1), prompt="x")
+        with pytest.raises(AccessDeniedError, match="acts for tenant 'acme' only"):
+            await operator.create(Trader, every=timedelta(hours=1), prompt="x", tenant="globex")
+    finally:
+        await operator.delete(schedule_id)

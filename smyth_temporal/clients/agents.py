@@ -127,7 +127,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
 
         Added in 0.2.0.
         """
-        return ScheduleClient(self.client, task_queue=self.task_queue)
+        return ScheduleClient(self.client, task_queue=self.task_queue, identity=self.identity)
 
     async def start(
         self,

@@ -36,6 +36,7 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from smyth_temporal.clients._base import AgentRef, agent_name, rpc_error
+from smyth_temporal.clients._identity import Identity
 from smyth_temporal.exceptions import (
     ClientError,
     ScheduleExistsError,
@@ -148,15 +149,21 @@ class ScheduleClient:
     Added in 0.2.0.
     """
 
-    def __init__(self, client: Client, *, task_queue: str) -> None:
+    def __init__(
+        self, client: Client, *, task_queue: str, identity: Identity | None = None
+    ) -> None:
         """Manage the schedules of ``client``'s namespace.
 
         Args:
             client: The Temporal client (with ``SmythPlugin`` or the pydantic converter).
             task_queue: Where scheduled runs are started unless ``create`` says otherwise.
+            identity: With an API key's principal: its tenant's agent schedules only
+                (another tenant's look like ones that do not exist), creating and
+                changing them needs the operator role. Added in 0.4.0.
         """
         self.client = client
         self.task_queue = task_queue
+        self.identity = identity if identity is not None else Identity(client, None)
 
     async def create(
         self,
@@ -198,7 +205,10 @@ class ScheduleClient:
             UserError: ``every`` is shorter than a second or ``prompt`` is empty.
             UnknownAgentError: ``agent`` is a class without ``@workflow.defn``.
             ScheduleExistsError: A schedule has that id already.
+            AccessDeniedError: The principal may not start runs, or ``tenant`` is not its.
         """
+        self.identity.permit("operate")
+        tenant = self.identity.tenant(tenant)
         if every < MIN_INTERVAL:
             raise UserError(f"a schedule's interval must be at least 1 second, got {every}")
         if not prompt.strip():
@@ -245,6 +255,7 @@ class ScheduleClient:
             ScheduleNotFoundError: No schedule has that id.
             ClientError: The schedule is not an agent schedule made by smyth.
         """
+        self.identity.permit("read")
         try:
             description = await self._handle(id).describe()
         except RPCError as exc:
@@ -252,7 +263,11 @@ class ScheduleClient:
         memo = await description.memo()
         if SCHEDULE_MEMO not in memo:
             raise ClientError(f"schedule {id!r} is not an agent schedule made by smyth")
-        return await self._summary(description)
+        summary = await self._summary(description)
+        principal = self.identity.principal
+        if principal is not None and summary.tenant != principal.tenant:
+            raise _not_found(id)
+        return summary
 
     async def list(
         self, *, tenant: str | None = None, agent: AgentRef | None = None
@@ -267,6 +282,9 @@ class ScheduleClient:
             tenant: Only this tenant's schedules.
             agent: Only this agent's schedules (a class or a workflow type name).
         """
+        self.identity.permit("read")
+        if self.identity.principal is not None:
+            tenant = self.identity.tenant(tenant)
         wanted_agent = agent_name(agent) if agent is not None else None
         ids: list[str] = []
         async for entry in await self.client.list_schedules():
@@ -296,6 +314,7 @@ class ScheduleClient:
         Raises:
             ScheduleNotFoundError: No schedule has that id.
         """
+        await self._owned(id)
         try:
             await self._handle(id).pause(note=note or "paused with smyth")
         except RPCError as exc:
@@ -308,6 +327,7 @@ class ScheduleClient:
         Raises:
             ScheduleNotFoundError: No schedule has that id.
         """
+        await self._owned(id)
         try:
             await self._handle(id).unpause(note=note or "resumed with smyth")
         except RPCError as exc:
@@ -330,6 +350,7 @@ class ScheduleClient:
         Raises:
             ScheduleNotFoundError: No schedule has that id.
         """
+        await self._owned(id)
         try:
             await self._handle(id).trigger(overlap=overlap)
         except RPCError as exc:
@@ -346,11 +367,31 @@ class ScheduleClient:
         Raises:
             ScheduleNotFoundError: No schedule has that id.
         """
+        await self._owned(id)
         try:
             await self._handle(id).delete()
         except RPCError as exc:
             raise _translate(exc, id) from exc
         log.info("schedule.deleted", schedule_id=id)
+
+    async def _owned(self, id: str) -> None:
+        """Under a principal: an operator's, and an agent schedule of its tenant.
+
+        Raises:
+            AccessDeniedError: The role may not change schedules.
+            ScheduleNotFoundError: No schedule of the principal's tenant has that id.
+        """
+        principal = self.identity.principal
+        if principal is None:
+            return
+        self.identity.permit("operate")
+        try:
+            description = await self._handle(id).describe()
+        except RPCError as exc:
+            raise _translate(exc, id) from exc
+        marker = (await description.memo()).get(SCHEDULE_MEMO)
+        if not isinstance(marker, Mapping) or marker.get("tenant") != principal.tenant:
+            raise _not_found(id)
 
     def _handle(self, id: str) -> ScheduleHandle:
         return self.client.get_schedule_handle(id)
@@ -400,5 +441,9 @@ class ScheduleClient:
         )
 
 
+def _not_found(schedule_id: str) -> ScheduleNotFoundError:
+    return ScheduleNotFoundError(f"no schedule with id {schedule_id!r}")
+
+
 def _translate(exc: RPCError, schedule_id: str) -> Exception:
-    return rpc_error(exc, not_found=ScheduleNotFoundError(f"no schedule with id {schedule_id!r}"))
+    return rpc_error(exc, not_found=_not_found(schedule_id))
