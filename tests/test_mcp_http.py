@@ -85,15 +85,18 @@ async def test_large_results_are_bounded_like_tool_output(
 async def test_the_http_session_reconnects_after_the_server_restarts(
     client: Client, agents: AgentClient, task_queue: str, probe: ProbeServer
 ) -> None:
-    model = ScriptedModel([tool_call("lookup", key="a"), tool_results])
+    model = ScriptedModel([tool_call("lookup", key="a"), tool_results])  # per run
     servers = {"probe": probe.config()}
     async with agent_worker(
         client, Prober, model=model, task_queue=task_queue, mcp_servers=servers
     ):
-        await probe.stop()  # the worker connected at its start; the server goes away
+        # A first run proves the worker's session is up (the worker connects in
+        # the background once it starts, so stopping the server sooner races it).
+        first = await agents.run(Prober, "Look a up.")
+        await probe.stop()  # the server goes away under the open session
         await probe.start()
-        result = await agents.run(Prober, "Look a up.")
-    assert result.output == "value of a"
+        second = await agents.run(Prober, "Look a up.")
+    assert (first.output, second.output) == ("value of a", "value of a")
 
 
 async def test_a_run_keeps_the_tool_list_it_recorded(
