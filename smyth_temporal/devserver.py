@@ -41,15 +41,17 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 
 from smyth_temporal.exceptions import ConfigurationError, ServerUnavailableError
-from smyth_temporal.settings import DEFAULT_NAMESPACE
+from smyth_temporal.settings import DEFAULT_NAMESPACE, WORKFLOW_PAUSE_SETTING
 from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES, search_attribute_types
 
 __all__ = [
     "DEFAULT_DEV_PORT",
     "DEFAULT_STATE_DIR",
+    "DEV_DYNAMIC_CONFIG",
     "LOCAL_HOSTS",
     "DevServer",
     "dev_server_command",
+    "dynamic_config_args",
     "ensure_dev_server",
     "find_binary",
     "is_reachable",
@@ -67,6 +69,11 @@ DEFAULT_STATE_DIR = Path(".smyth")
 
 UI_PORT_OFFSET = 1000
 """The Web UI listens this far above the gRPC port (7233 -> 8233), as Temporal does."""
+
+DEV_DYNAMIC_CONFIG = (
+    WORKFLOW_PAUSE_SETTING,  # ``smyth pause``: off by default in server 1.30+
+)
+"""The server settings ``smyth dev`` turns on (``--dynamic-config-value``)."""
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 """Hosts for which starting a server on this machine makes sense."""
@@ -226,7 +233,15 @@ def dev_server_command(
     for key, kind in search_attribute_types().items():
         # The flag takes KEY=TYPE and may repeat (temporal CLI 1.x).
         command += ["--search-attribute", f"{key}={kind}"]
-    return command
+    return command + dynamic_config_args()
+
+
+def dynamic_config_args() -> list[str]:
+    """The dev server flags for ``DEV_DYNAMIC_CONFIG``.
+
+    Added in 0.5.0.
+    """
+    return [arg for value in DEV_DYNAMIC_CONFIG for arg in ("--dynamic-config-value", value)]
 
 
 class DevServer:

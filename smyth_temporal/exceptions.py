@@ -25,7 +25,9 @@ SmythError
     ├── InvalidInterruptError    the agent refused an interrupt (nothing is running)
     ├── ScheduleNotFoundError    no schedule with that id
     ├── ScheduleExistsError      a schedule with that id exists already
-    └── AccessDeniedError        the caller's API key does not permit this
+    ├── AccessDeniedError        the caller's API key does not permit this
+    ├── AgentPausedError         the run is paused: it answers no query until resumed
+    └── PauseUnavailableError    the server cannot pause workflows (or has it off)
 ```
 
 Run outcomes that an agent can handle (a tool failing, bad tool arguments, the step
@@ -55,6 +57,7 @@ __all__ = [
     "AgentFailedError",
     "AgentInterruptedError",
     "AgentNotFoundError",
+    "AgentPausedError",
     "ApprovalExpiredError",
     "ClientError",
     "ConfigurationError",
@@ -65,6 +68,7 @@ __all__ = [
     "MemoryNotFoundError",
     "ModelError",
     "ModelHTTPError",
+    "PauseUnavailableError",
     "PayloadDecryptionError",
     "RunError",
     "ScheduleExistsError",
@@ -261,6 +265,20 @@ class AccessDeniedError(ClientError):
     learn they exist.
 
     Added in 0.4.0.
+    """
+
+
+class AgentPausedError(ClientError):
+    """The agent run is paused (Workflow Pause): it answers no query until resumed.
+
+    Added in 0.5.0.
+    """
+
+
+class PauseUnavailableError(ClientError):
+    """The Temporal server cannot pause workflows: too old, or Workflow Pause is off.
+
+    Added in 0.5.0.
     """
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TASK_QUEUE",
     "ENVIRONMENT_ENV",
+    "WORKFLOW_PAUSE_SETTING",
     "Settings",
     "current_environment",
     "environment_namespace",
@@ -27,6 +28,9 @@ DEFAULT_ADDRESS = "localhost:7233"
 
 DEFAULT_NAMESPACE = "default"
 """The Temporal namespace when nothing else is said."""
+
+WORKFLOW_PAUSE_SETTING = "frontend.WorkflowPauseEnabled=true"
+"""The dynamic config a self-hosted server (1.30+) needs for Workflow Pause."""
 
 DEFAULT_TASK_QUEUE = "smyth-agents"
 """The task queue agents run on when nothing else is said (``SMYTH_TASK_QUEUE``)."""

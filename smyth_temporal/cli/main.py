@@ -2,8 +2,9 @@
 
 One module per command group, each only parsing arguments, calling a client and
 printing: ``dev`` (``dev``, ``worker``), ``runs`` (``run``, ``state``, ``result``),
-``watch`` (``watch``, ``interrupt``), ``approvals`` (``approvals``, ``approve``,
-``reject``), ``memory`` (``memory search``, ``list``, ``forget``, ``undo-run``),
+``watch`` (``watch``, ``interrupt``), ``pause`` (``pause``, ``resume``),
+``approvals`` (``approvals``, ``approve``, ``reject``), ``memory`` (``memory search``,
+``list``, ``forget``, ``undo-run``),
 ``sessions`` (``send``, ``chat``), ``schedules`` (``schedule create``, ``list``,
 ``describe``, ``pause``, ``resume``, ``trigger``, ``delete``) and ``demo``. They share
 ``_common`` (options, running, errors), ``_output`` (how things are shown) and
@@ -43,6 +44,7 @@ from smyth_temporal.cli import (
     keys,
     mcp,
     memory,
+    pause,
     runs,
     schedules,
     serve,
@@ -70,7 +72,7 @@ app = typer.Typer(
     help="Durable AI agents on Temporal: a dev server, workers, agent runs, human approvals "
     "and long-term memory.",
 )
-for group in (dev, runs, watch, approvals, sessions, audit):
+for group in (dev, runs, watch, pause, approvals, sessions, audit):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")

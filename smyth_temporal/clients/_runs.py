@@ -10,6 +10,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -84,15 +87,26 @@ class RunsClient:
     async def status(self, workflow_id: str) -> WorkflowExecutionStatus | None:
         """The Temporal status of the run a workflow id names now (``None``: no such run).
 
+        A paused run is ``RUNNING`` here (it is open; ``is_paused`` tells them apart).
+
         Added in 0.3.0.
         """
+        # The raw describe: the SDK's cannot describe a paused run (status 8 is newer).
         try:
-            description = await self.client.get_workflow_handle(workflow_id).describe()
+            response = await self.client.workflow_service.describe_workflow_execution(
+                DescribeWorkflowExecutionRequest(
+                    namespace=self.client.namespace,
+                    execution=WorkflowExecution(workflow_id=workflow_id),
+                )
+            )
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return None
             raise rpc_error(exc, not_found=_not_found(workflow_id)) from exc
-        return description.status
+        status = response.workflow_execution_info.status
+        if status == RawStatus.WORKFLOW_EXECUTION_STATUS_PAUSED:
+            return WorkflowExecutionStatus.RUNNING
+        return WorkflowExecutionStatus(status) if status else None
 
     async def _across_runs(self, workflow_id: str, call: Callable[[], Awaitable[_T]]) -> _T:
         # The server routes a call by workflow id to the run current when it arrives;

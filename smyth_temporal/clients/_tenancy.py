@@ -6,7 +6,9 @@ from collections import OrderedDict
 from typing import Any
 
 import structlog
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -48,19 +50,23 @@ class TenantResolver:
 
     async def tenant_of(self, workflow_id: str) -> str | None:
         """The tenant of the run ``workflow_id`` names now (``None``: no agent run)."""
-        handle = self.client.get_workflow_handle(workflow_id)
+        # The raw describe: the SDK's cannot describe a paused run (status 8 is newer).
         try:
-            description = await handle.describe()
+            description = await self.client.workflow_service.describe_workflow_execution(
+                DescribeWorkflowExecutionRequest(
+                    namespace=self.client.namespace,
+                    execution=WorkflowExecution(workflow_id=workflow_id),
+                )
+            )
         except RPCError as exc:
             if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
                 return None
             raise
-        info = description.raw_description.workflow_execution_info
+        info = description.workflow_execution_info
+        run_id = info.execution.run_id
         # A chain of runs (continue-as-new) keeps its first run id; workflow ids may
         # be used again by later chains, possibly of another tenant.
-        return await self.chain_tenant(
-            workflow_id, description.run_id, info.first_run_id or description.run_id
-        )
+        return await self.chain_tenant(workflow_id, run_id, info.first_run_id or run_id)
 
     async def chain_tenant(self, workflow_id: str, run_id: str, chain: str) -> str | None:
         """The tenant of the run ``run_id`` of ``workflow_id``, whose chain began with ``chain``.

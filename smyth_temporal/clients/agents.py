@@ -29,11 +29,17 @@ from smyth_temporal.clients._base import (
     watch_pickup,
 )
 from smyth_temporal.clients._identity import principal_from_env
+from smyth_temporal.clients._pause import PauseClient, is_paused
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
 from smyth_temporal.clients.memory import MemoryClient
 from smyth_temporal.clients.schedules import ScheduleClient
-from smyth_temporal.exceptions import AgentFailedError, ClientError, UnknownAgentError
+from smyth_temporal.exceptions import (
+    AgentFailedError,
+    AgentPausedError,
+    ClientError,
+    UnknownAgentError,
+)
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.settings import Settings
@@ -63,7 +69,7 @@ class _FromEnv(enum.Enum):
 _FROM_ENV: Final = _FromEnv.FROM_ENV
 
 
-class AgentClient(ApprovalsClient, SessionsClient):
+class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
     """Starts agents, queries their state and awaits their results.
 
     ```python
@@ -240,6 +246,7 @@ class AgentClient(ApprovalsClient, SessionsClient):
 
         Raises:
             AgentNotFoundError: No run has that workflow id.
+            AgentPausedError: The run is paused.
             ClientError: No worker answered within ``timeout``, or the query failed.
 
         Changed in 0.3.0: ``timeout``.
@@ -258,6 +265,14 @@ class AgentClient(ApprovalsClient, SessionsClient):
             ) from None
         except WorkflowQueryFailedError as exc:
             raise ClientError(f"cannot read the state of {workflow_id!r}: {exc}") from exc
+        except ValueError as exc:
+            # The server refuses queries to a paused run with a status the SDK predates.
+            if await is_paused(self.client, workflow_id):
+                raise AgentPausedError(
+                    f"agent {workflow_id!r} is paused: it answers no query until "
+                    f"`smyth resume {workflow_id}`"
+                ) from exc
+            raise
 
     async def result(
         self,

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.devserver import find_binary, register_search_attributes
+from smyth_temporal.devserver import dynamic_config_args, find_binary, register_search_attributes
 from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._provider import ModelProvider
@@ -60,7 +60,7 @@ async def start_dev_environment(
         dev_server_existing_path=find_binary("temporal"),
         plugins=[SmythPlugin()],
         search_attributes=[*SEARCH_ATTRIBUTES, *search_attributes],
-        dev_server_extra_args=list(extra_args),
+        dev_server_extra_args=[*dynamic_config_args(), *extra_args],
         ui=ui_port is not None,
         ui_port=ui_port,
     )
