@@ -72,6 +72,13 @@ UI_PORT_OFFSET = 1000
 
 DEV_DYNAMIC_CONFIG = (
     WORKFLOW_PAUSE_SETTING,  # ``smyth pause``: off by default in server 1.30+
+    # Fairness keys and weights (``smyth limits``): the matcher that honours them.
+    "matching.enableFairness=true",
+    # One partition per task queue: a queue's rate limit is split between its
+    # partitions, which on one small server makes it uneven (measured: bursts of 8 in a
+    # second at 5/s with the default 4 partitions; with one, 5 a second after the first).
+    "matching.numTaskqueueReadPartitions=1",
+    "matching.numTaskqueueWritePartitions=1",
 )
 """The server settings ``smyth dev`` turns on (``--dynamic-config-value``)."""
 

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
@@ -34,6 +35,7 @@ from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.model import model_task_queue
 
 if TYPE_CHECKING:
     from smyth_temporal.mcp import MCPConnections, MCPServerConfig
@@ -122,6 +124,7 @@ class SmythPlugin(SimplePlugin):
         mcp_servers: Mapping[str, MCPServerConfig] | None = None,
         encryption: PayloadCodec | _Default | None = _DEFAULT,
         secrets: Secrets | None = None,
+        serve_model_queue: bool = True,
     ) -> None:
         """Create the plugin.
 
@@ -162,6 +165,10 @@ class SmythPlugin(SimplePlugin):
                 servers declare unless ``SMYTH_ALLOWED_SECRETS`` lists them (then a
                 declared name outside the list stops the worker at start, as does a
                 declared name no backend has).
+            serve_model_queue: Agent workers also poll their model task queue
+                (``<queue>-models``) in the same process; ``False`` leaves model calls
+                to dedicated workers (``Worker(client, task_queue=model_task_queue(q),
+                activities=[ModelActivities(provider).complete])``). Added in 0.5.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -191,6 +198,8 @@ class SmythPlugin(SimplePlugin):
         # Read now, like the payload store: the memory is opened later, lazily, and
         # must belong to the environment this plugin was made for.
         self._environment = current_environment()
+        self._model_calls: dict[str, Callable[..., Any]] = {}
+        self._serve_model_queue = serve_model_queue
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -210,7 +219,12 @@ class SmythPlugin(SimplePlugin):
         secrets = self._worker_secrets(tools)
         activities += tool_activities(tools, secrets)
         activities += self._mcp_activities(agents)
-        activities.append(ModelActivities(self._provider()).complete)
+        model = ModelActivities(self._provider()).complete
+        # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
+        # before model calls had their own queue); ``run_worker`` polls that queue.
+        activities.append(model)
+        if "task_queue" in config and self._serve_model_queue:
+            self._model_calls[config["task_queue"]] = model
         serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
         # Agents that compact their context archive the compacted turns to memory, so
         # they get the memory activities too; the store opens at the first call.
@@ -231,11 +245,48 @@ class SmythPlugin(SimplePlugin):
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
-        """Open the MCP servers before the worker polls, close them after it stops.
+        """Poll the model task queue beside the worker; open the MCP servers first.
+
+        An agent worker on task queue ``Q`` runs a second worker in the same process
+        for ``Q-models`` (``model_task_queue``), where agents send their model calls:
+        the server's rate limit and fairness for that queue then hold fleet-wide.
 
         Raises:
             ConfigurationError: An MCP server cannot be reached (the message names it).
         """
+        model_worker = self._model_worker(worker)
+        if model_worker is None:
+            await self._run_with_mcp(worker, next)
+            return
+        async with model_worker:
+            await self._run_with_mcp(worker, next)
+
+    def _model_worker(self, worker: Worker) -> Worker | None:
+        """A worker for the model calls of ``worker``'s agents, or ``None`` (no agents)."""
+        model = self._model_calls.get(worker.task_queue)
+        if model is None:
+            return None
+        config = worker.config(active_config=True)
+        # The same connection and converter, without the plugins (which would make it
+        # an agent worker again).
+        client_config = worker.client.config(active_config=True)
+        client_config["plugins"] = []
+        client = Client(**client_config)
+        return Worker(
+            client,
+            task_queue=model_task_queue(worker.task_queue),
+            activities=[model],
+            interceptors=config.get("interceptors", ()),
+            identity=config.get("identity"),
+            deployment_config=config.get("deployment_config"),
+            graceful_shutdown_timeout=config.get("graceful_shutdown_timeout", timedelta()),
+            max_concurrent_activities=config.get("max_concurrent_activities"),
+        )
+
+    async def _run_with_mcp(
+        self, worker: Worker, next: Callable[[Worker], Awaitable[None]]
+    ) -> None:
+        """Open the MCP servers before the worker polls, close them after it stops."""
         if self._mcp is None:
             await super().run_worker(worker, next)
             return

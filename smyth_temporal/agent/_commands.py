@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import Priority, RetryPolicy
 
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.tools._tool import Tool
@@ -23,7 +23,12 @@ from smyth_temporal.types.mcp import (
     MCPToolList,
     mcp_activity_name,
 )
-from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.model import (
+    MODEL_ACTIVITY,
+    ModelRequest,
+    ModelResponse,
+    model_task_queue,
+)
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "call_memory",
     "call_model",
     "call_tool_activity",
+    "fairness_key",
     "list_mcp_tools",
     "start_model",
 ]
@@ -49,6 +55,8 @@ MCP_LIST_RETRY = RetryPolicy(
 """Listing a server that is down is retried for about half a minute, then the run fails
 naming the server: an agent without the tools it was given would answer wrongly."""
 
+_FAIRNESS_KEY_BYTES = 64
+
 _R = TypeVar("_R")
 
 
@@ -60,15 +68,28 @@ def start_model(
     A handle, so that an interrupt can cancel the call in flight.
     """
     turn = request.purpose == "turn"
+    own_queue = config.model_task_queue
     return workflow.start_activity(
         MODEL_ACTIVITY,
         request,
         result_type=ModelResponse,
+        task_queue=model_task_queue(workflow.info().task_queue) if own_queue else None,
         start_to_close_timeout=config.model_timeout if turn else config.summary_timeout,
         heartbeat_timeout=config.model_heartbeat_timeout,
         retry_policy=config.model_retry if turn else config.summary_retry,
         summary=summary,
+        # Neither the queue nor the priority is part of the command's identity: runs
+        # recorded before either existed replay unchanged.
+        priority=Priority(fairness_key=fairness_key(request.tenant)),
     )
+
+
+def fairness_key(tenant: str) -> str:
+    """The tenant as a fairness key (at most 64 bytes, what the server accepts)."""
+    encoded = tenant.encode()
+    if len(encoded) <= _FAIRNESS_KEY_BYTES:
+        return tenant
+    return encoded[:_FAIRNESS_KEY_BYTES].decode(errors="ignore")
 
 
 async def call_model(config: AgentConfig, request: ModelRequest, *, summary: str) -> ModelResponse:

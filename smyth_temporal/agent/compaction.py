@@ -48,7 +48,14 @@ class Compactor:
     Added in 0.3.0.
     """
 
-    def __init__(self, config: AgentConfig, conversation: Conversation, log: WorkflowLogger):
+    def __init__(
+        self,
+        config: AgentConfig,
+        conversation: Conversation,
+        log: WorkflowLogger,
+        *,
+        tenant: Callable[[], str] = lambda: "default",
+    ):
         self.records: list[Compaction] = []
         """The lineage of recent summaries (the last ``CARRIED_COMPACTIONS``)."""
         self.count = 0
@@ -56,6 +63,7 @@ class Compactor:
         self._config = config
         self._conversation = conversation
         self._log = log
+        self._tenant = tenant
 
     async def compact(
         self,
@@ -123,6 +131,7 @@ class Compactor:
             agent=workflow.info().workflow_type,
             step=self._conversation.step,
             purpose="summary",
+            tenant=self._tenant(),
         )
         response = await call_model(config, request, summary=f"summary {compaction_id}")
         self._conversation.count(response.usage)

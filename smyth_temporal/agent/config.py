@@ -109,6 +109,11 @@ class AgentConfig:
     watch``, ``AgentClient.events``, ``send(stream=True)``), when the worker's provider
     can. Each batch of text (75 ms apart, growing to 300 ms) is a signal in the run's
     history; turn it off for agents nobody watches live. Added in 0.3.0."""
+    model_task_queue: bool = True
+    """Run model calls on their own task queue (``<task queue>-models``, polled by the
+    same workers), with the tenant as fairness key, so the server limits model calls
+    for the whole fleet and shares them between tenants by weight (``smyth limits``).
+    ``False``: on the agent's own task queue. Added in 0.5.0."""
     approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"

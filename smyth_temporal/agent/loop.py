@@ -53,6 +53,7 @@ class Loop:
         log: WorkflowLogger,
         *,
         before_turn: Callable[[], None] = lambda: None,
+        tenant: Callable[[], str] = lambda: "default",
     ) -> None:
         self.interrupted = False
         """Whether the last ``until_answer`` was stopped by an interrupt."""
@@ -62,6 +63,7 @@ class Loop:
         self._events = events
         self._log = log
         self._before_turn = before_turn
+        self._tenant = tenant
 
     async def turn(self, prompt: list[Message], tools: Sequence[Tool]) -> Message:
         """Send ``prompt`` with ``tools`` to the model; append and return its message.
@@ -82,6 +84,7 @@ class Loop:
             step=conversation.step + 1,
             output=config.output.schema if config.output else None,
             stream_id=message_id if config.stream else None,
+            tenant=self._tenant(),
         )
         events.publish(TurnStarted(step=request.step, message_id=message_id))
         conversation.status = "thinking"

@@ -137,7 +137,9 @@ class AgentWorkflow:
         self._delegation = Delegation(
             self.conversation, self._log, lambda: self.input, config.subagents
         )
-        self._compactor = Compactor(config, self.conversation, self._log)
+        self._compactor = Compactor(
+            config, self.conversation, self._log, tenant=lambda: self.input.tenant
+        )
         self._loop = Loop(
             config,
             self.conversation,
@@ -145,6 +147,7 @@ class AgentWorkflow:
             self.events,
             self._log,
             before_turn=lambda: self._inbox.steer_into(self.conversation),
+            tenant=lambda: self.input.tenant,
         )
         output, retries = config.output, config.output_retries
         self._typed = TypedOutput(output, retries, self.conversation, self._log) if output else None

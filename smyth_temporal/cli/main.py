@@ -42,6 +42,7 @@ from smyth_temporal.cli import (
     demo,
     dev,
     keys,
+    limits,
     mcp,
     memory,
     pause,
@@ -78,6 +79,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")
 app.add_typer(serve.app)
 app.add_typer(keys.app, name="keys")
+app.add_typer(limits.app, name="limits")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(codec.app)
 app.add_typer(storage.app, name="storage")

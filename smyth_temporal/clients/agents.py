@@ -29,6 +29,7 @@ from smyth_temporal.clients._base import (
     watch_pickup,
 )
 from smyth_temporal.clients._identity import principal_from_env
+from smyth_temporal.clients._limits import LimitsClient
 from smyth_temporal.clients._pause import PauseClient, is_paused
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
@@ -126,6 +127,14 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
     def memory(self) -> MemoryClient:
         """Search, list, forget and undo runs in long-term memory."""
         return MemoryClient(self.client, task_queue=self.task_queue, identity=self.identity)
+
+    @property
+    def limits(self) -> LimitsClient:
+        """Fleet-wide rate limits and tenant weights for agents' model calls.
+
+        Added in 0.5.0.
+        """
+        return LimitsClient(self.client, task_queue=self.task_queue, identity=self.identity)
 
     @property
     def schedules(self) -> ScheduleClient:

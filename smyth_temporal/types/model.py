@@ -8,10 +8,32 @@ from pydantic import BaseModel, Field
 
 from smyth_temporal.types.messages import Message, Usage
 
-__all__ = ["MODEL_ACTIVITY", "ModelRequest", "ModelResponse", "OutputSchema"]
+__all__ = [
+    "MODEL_ACTIVITY",
+    "MODEL_QUEUE_SUFFIX",
+    "ModelRequest",
+    "ModelResponse",
+    "OutputSchema",
+    "model_task_queue",
+]
 
 MODEL_ACTIVITY = "smyth.model.complete"
 """The model activity's type name; stable, so running agents survive deploys."""
+
+MODEL_QUEUE_SUFFIX = "-models"
+"""Model calls of agents on task queue ``Q`` go to ``Q-models`` (``model_task_queue``)."""
+
+
+def model_task_queue(task_queue: str) -> str:
+    """The task queue of the model calls of agents on ``task_queue``.
+
+    Its own queue, so the server can rate-limit model calls for the whole fleet and
+    share them fairly between tenants (``smyth limits set``); the workers of
+    ``task_queue`` poll it too.
+
+    Added in 0.5.0.
+    """
+    return task_queue + MODEL_QUEUE_SUFFIX
 
 
 class OutputSchema(BaseModel):
@@ -55,6 +77,9 @@ class ModelRequest(BaseModel):
     """When set, the model activity streams the text to the run's event stream as
     ``text_delta`` events of this message id (the result is the whole message either
     way). Added in 0.3.0."""
+    tenant: str = "default"
+    """Whose agent asks: the fairness key of the call on the model task queue.
+    Added in 0.5.0."""
 
 
 class ModelResponse(BaseModel):
