@@ -24,6 +24,7 @@ from smyth_temporal import (
 )
 from smyth_temporal.cli.main import main
 from smyth_temporal.clients._pause import is_paused
+from smyth_temporal.clients._visibility import executions, is_paused_execution
 from smyth_temporal.devserver import find_binary
 from smyth_temporal.testing import agent_worker, reply, tool_call
 from tests.agents import read_ledger
@@ -37,6 +38,10 @@ async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"never saw: {what}")
+
+
+async def _listed(client: Client, query: str) -> bool:
+    return [e async for e in executions(client, query)] != []
 
 
 def quote_then_answer() -> GatedModel:
@@ -64,6 +69,14 @@ async def test_a_paused_agent_makes_no_calls_and_resumes_where_it_was(
         with pytest.raises(AgentPausedError, match="is paused"):
             await agents.state(handle.id)
         assert await agents.status(handle.id) is not None  # open, not gone
+        # Listings go on with a paused run in the namespace (temporalio 1.35's own
+        # list_workflows raises on its status): storage gc, approvals, the gateway.
+        query = f"WorkflowId = '{handle.id}' AND ExecutionStatus = 'Paused'"
+        await until(lambda: _listed(client, query), "the paused run in visibility")
+        listed = [e async for e in executions(client)]
+        assert any(e.id == handle.id and is_paused_execution(e) for e in listed)
+        assert all(e.status is not None for e in listed)
+        await agents.pending_approvals()
 
         assert await agents.resume(handle.id) is True
         assert await agents.resume(handle.id) is False

@@ -13,6 +13,7 @@ from temporalio.client import (
 )
 
 from smyth_temporal.clients._runs import RunsClient, refusal
+from smyth_temporal.clients._visibility import executions
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidDecisionError
 from smyth_temporal.types.approvals import (
     APPROVAL_SIGNAL,
@@ -172,7 +173,7 @@ class ApprovalsClient(RunsClient):
             tenant = self.identity.tenant(tenant)
         query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
         found: list[PendingApproval] = []
-        async for execution in self.client.list_workflows(query):
+        async for execution in executions(self.client, query):
             published = (await execution.memo()).get(PENDING_APPROVALS_MEMO) or {}
             owner = str(published.get("tenant", "default"))
             if tenant is not None and owner != tenant:

@@ -21,7 +21,6 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkflowExecutionRequest,
-    ListWorkflowExecutionsRequest,
     PauseWorkflowExecutionRequest,
     UnpauseWorkflowExecutionRequest,
 )
@@ -31,6 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from smyth_temporal.clients._base import AgentRef, agent_name, rpc_error
 from smyth_temporal.clients._runs import RunsClient
 from smyth_temporal.clients._tenancy import TenantResolver
+from smyth_temporal.clients._visibility import PAUSED, executions
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, PauseUnavailableError
 from smyth_temporal.settings import WORKFLOW_PAUSE_SETTING
 
@@ -38,9 +38,8 @@ __all__ = ["PauseClient", "Paused", "is_paused"]
 
 log = structlog.get_logger("smyth_temporal.clients")
 
-_PAUSED = RawStatus.WORKFLOW_EXECUTION_STATUS_PAUSED
+_PAUSED = PAUSED
 _RUNNING = RawStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
-_PAGE = 500
 
 _Act = Callable[[str], Awaitable[bool]]
 
@@ -205,23 +204,10 @@ class PauseClient(RunsClient):
         query = f"ExecutionStatus = '{name}'"
         if agent is not None:
             query += f" AND WorkflowType = '{agent_name(agent)}'"
-        token = b""
-        while True:
-            response = await self.client.workflow_service.list_workflow_executions(
-                ListWorkflowExecutionsRequest(
-                    namespace=self.client.namespace,
-                    query=query,
-                    page_size=_PAGE,
-                    next_page_token=token,
-                )
-            )
-            for info in response.executions:
-                # Visibility lags a little: skip what is no longer in the state sought.
-                if info.status == status:
-                    yield info.execution.workflow_id, info.execution.run_id
-            token = response.next_page_token
-            if not token:
-                return
+        async for execution in executions(self.client, query):
+            # Visibility lags a little: skip what is no longer in the state sought.
+            if execution.raw_info.status == status:
+                yield execution.id, execution.run_id
 
     async def _must_run(self, workflow_id: str) -> None:
         try:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from temporalio.client import Client
 
 from smyth_temporal._payloads import payloads_in
+from smyth_temporal.clients._visibility import executions as list_executions
 
 __all__ = ["referenced_digests"]
 
@@ -34,7 +35,7 @@ async def referenced_digests(
     Added in 0.4.0.
     """
     found: set[str] = set()
-    executions = [(e.id, e.run_id) async for e in client.list_workflows()]
+    executions = [(e.id, e.run_id) async for e in list_executions(client)]
     done = 0
     limit = asyncio.Semaphore(_CONCURRENT_FETCHES)
 

@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 
+from smyth_temporal.clients._visibility import executions, is_paused_execution
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep
 from smyth_temporal.gateway._models import RunList, RunSummary
@@ -39,7 +40,7 @@ async def list_runs(
     names = ", ".join(f"'{name}'" for name in gateway.agent_names)
     query = f"WorkflowType IN ({names}) AND ExecutionStatus != 'ContinuedAsNew'"
     runs: list[RunSummary] = []
-    async for execution in gateway.agents.client.list_workflows(query, limit=limit * SCAN_FACTOR):
+    async for execution in executions(gateway.agents.client, query, limit=limit * SCAN_FACTOR):
         if await _owned(gateway, caller, execution):
             runs.append(_summary(execution))
             if len(runs) == limit:
@@ -59,7 +60,7 @@ def _summary(execution: WorkflowExecution) -> RunSummary:
     return RunSummary(
         workflow_id=execution.id,
         agent=execution.workflow_type,
-        status=status.name.lower(),
+        status="paused" if is_paused_execution(execution) else status.name.lower(),
         agent_status=attributes.get(STATUS_ATTRIBUTE),
         pending_approvals=attributes.get(PENDING_APPROVALS_ATTRIBUTE) or 0,
         started_at=execution.start_time,
