@@ -13,7 +13,8 @@ SmythError
 │   ├── ToolCallError            a tool call failed; the model is told (the run goes on)
 │   │   └── ToolArgumentsError   the model's arguments do not fit the tool's schema
 │   ├── MCPServerError           an MCP server could not be reached, or broke the protocol
-│   └── MemoryNotFoundError      no memory with that id in the caller's scope
+│   ├── MemoryNotFoundError      no memory with that id in the caller's scope
+│   └── BudgetExceededError      the tenant's budget refused a model call
 ├── PayloadDecryptionError       a sealed payload was altered, moved, or its key is missing
 └── ClientError                  raised by AgentClient and the CLI
     ├── ServerUnavailableError   no Temporal server answers at the address
@@ -59,6 +60,7 @@ __all__ = [
     "AgentNotFoundError",
     "AgentPausedError",
     "ApprovalExpiredError",
+    "BudgetExceededError",
     "ClientError",
     "ConfigurationError",
     "InvalidDecisionError",
@@ -181,6 +183,13 @@ class MemoryNotFoundError(RunError):
     """No memory with the given id exists in the caller's tenant and namespace.
 
     Added in 0.3.0 (before, a failure of type ``MemoryNotFound``).
+    """
+
+
+class BudgetExceededError(RunError):
+    """The tenant's budget refused a model call (the run ends ``over_budget``).
+
+    Added in 0.5.0.
     """
 
 

@@ -24,17 +24,20 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
+from smyth_temporal.agent.budget import TenantBudget
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
 from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
+from smyth_temporal.models._pricing import load_price_table
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._defaults import default_payload_storage
 from smyth_temporal.tools._tool import Tool
+from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
 
 if TYPE_CHECKING:
@@ -125,6 +128,7 @@ class SmythPlugin(SimplePlugin):
         encryption: PayloadCodec | _Default | None = _DEFAULT,
         secrets: Secrets | None = None,
         serve_model_queue: bool = True,
+        prices: PriceTable | None = None,
     ) -> None:
         """Create the plugin.
 
@@ -169,6 +173,10 @@ class SmythPlugin(SimplePlugin):
                 (``<queue>-models``) in the same process; ``False`` leaves model calls
                 to dedicated workers (``Worker(client, task_queue=model_task_queue(q),
                 activities=[ModelActivities(provider).complete])``). Added in 0.5.0.
+            prices: What model calls cost (``Usage.cost``, ``AgentConfig.max_cost``,
+                tenant budgets). Default: ``load_price_table()``, from
+                ``SMYTH_PRICES_FILE`` or ``.smyth/prices.toml``, read when a worker
+                starts. Added in 0.5.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -200,6 +208,7 @@ class SmythPlugin(SimplePlugin):
         self._environment = current_environment()
         self._model_calls: dict[str, Callable[..., Any]] = {}
         self._serve_model_queue = serve_model_queue
+        self._prices = prices
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -219,7 +228,8 @@ class SmythPlugin(SimplePlugin):
         secrets = self._worker_secrets(tools)
         activities += tool_activities(tools, secrets)
         activities += self._mcp_activities(agents)
-        model = ModelActivities(self._provider()).complete
+        prices = self._prices if self._prices is not None else load_price_table()
+        model = ModelActivities(self._provider(), prices).complete
         # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
         # before model calls had their own queue); ``run_worker`` polls that queue.
         activities.append(model)
@@ -230,6 +240,8 @@ class SmythPlugin(SimplePlugin):
         # they get the memory activities too; the store opens at the first call.
         if serves_memory or any(a.config.context_budget is not None for a in agents):
             activities += MemoryActivities(self._memory_manager).all()
+        # Tenants' budgets (reserve, commit, release) live on agent workers.
+        config["workflows"] = [*config.get("workflows", ()), TenantBudget]
         if serves_memory:
             # Clients reach memory through this workflow (see MemoryAdmin). A worker
             # whose agents only archive transcripts leaves that to one that has memory.

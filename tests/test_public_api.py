@@ -102,6 +102,7 @@ def test_exception_tree() -> None:
         "InvalidInterruptError": ["ClientError"],
         "InvalidMessageError": ["ClientError"],
         "ApprovalExpiredError": ["RunError"],
+        "BudgetExceededError": ["RunError"],
         "MemoryNotFoundError": ["RunError"],
         "MCPServerError": ["RunError"],
         "ModelError": ["RunError"],

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import structlog
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal.activities._budget import BudgetGuard
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities._stream import streaming_deltas
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider
+from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 
 __all__ = ["ModelActivities"]
@@ -23,8 +28,13 @@ class ModelActivities:
     Added in 0.1.0.
     """
 
-    def __init__(self, provider: ModelProvider) -> None:
+    def __init__(self, provider: ModelProvider, prices: PriceTable | None = None) -> None:
+        """Serve model calls with ``provider``, priced by ``prices`` (default: none).
+
+        Changed in 0.5.0: ``prices``; a priced call keeps within its tenant's budget.
+        """
         self._provider = provider
+        self._budget = BudgetGuard(prices or PriceTable())
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -41,9 +51,34 @@ class ModelActivities:
             model=request.model,
             attempt=info.attempt,
         )
+        reserved = await self._budget.reserve(request)
+        try:
+            response = await self._call(request, log)
+        except BaseException:
+            if reserved is not None:
+                # Shielded: a cancelled call (an interrupt) still gives its share back.
+                await asyncio.shield(self._budget.release(request.tenant, reserved))
+            raise
+        cost = self._budget.cost(request, response.model, response.usage)
+        response = response.model_copy(
+            update={"usage": response.usage.model_copy(update={"cost": cost})}
+        )
+        if reserved is not None:
+            await self._budget.commit(request.tenant, reserved, cost)
+        log.info(
+            "model.completed",
+            tool_calls=len(response.message.tool_calls),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cost=cost,
+        )
+        return response
+
+    async def _call(self, request: ModelRequest, log: Any) -> ModelResponse:
+        """The provider's answer, its errors classified retryable or not."""
         try:
             async with auto_heartbeat():
-                response = await self._answer(request)
+                return await self._answer(request)
         except ApplicationError as exc:
             log.warning("model.failed", error=str(exc), retryable=not exc.non_retryable)
             raise
@@ -56,13 +91,6 @@ class ModelActivities:
         except ConfigurationError as exc:
             # A worker that cannot serve this model will not learn to by retrying.
             raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
-        log.info(
-            "model.completed",
-            tool_calls=len(response.message.tool_calls),
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-        )
-        return response
 
     async def _answer(self, request: ModelRequest) -> ModelResponse:
         provider = self._provider

@@ -109,6 +109,10 @@ class AgentConfig:
     watch``, ``AgentClient.events``, ``send(stream=True)``), when the worker's provider
     can. Each batch of text (75 ms apart, growing to 300 ms) is a signal in the run's
     history; turn it off for agents nobody watches live. Added in 0.3.0."""
+    max_cost: float | None = None
+    """Stop a run once its model calls (its sub-agents' included) have cost this much,
+    priced by the worker's ``PriceTable``; the run ends ``over_budget`` with its last
+    text. ``None``: no bound. Added in 0.5.0."""
     model_task_queue: bool = True
     """Run model calls on their own task queue (``<task queue>-models``, polled by the
     same workers), with the tenant as fairness key, so the server limits model calls

@@ -76,6 +76,8 @@ class Delegation:
         log: WorkflowLogger,
         input: Callable[[], AgentInput],
         subagents: Sequence[Any],
+        *,
+        budget: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.count = 0
         """Sub-agents started so far (counted across continue-as-new; names child ids)."""
@@ -83,6 +85,7 @@ class Delegation:
         self._log = log
         self._input = input
         self._subagents = {workflow_name(a): a for a in subagents}
+        self._budget = budget
 
     def tools(self) -> tuple[Tool, ...]:
         """The built-in ``delegate`` tool, if the agent has sub-agents."""
@@ -114,7 +117,13 @@ class Delegation:
             used = self._conversation.usage.total_tokens
             max_tokens = max(parent.limits.max_tokens - used, 1)
         child_input = task if isinstance(task, AgentInput) else AgentInput(prompt=task)
-        limits = AgentLimits(tools=sorted(own & wanted), max_steps=max_steps, max_tokens=max_tokens)
+        limits = AgentLimits(
+            tools=sorted(own & wanted),
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            # What the parent has left: the child's spending is added to the parent's.
+            max_cost=self._budget(),
+        )
         child_input = child_input.model_copy(
             update={
                 "tenant": parent.tenant,

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import start_model
@@ -22,7 +22,7 @@ from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
 from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.interrupts import Interrupts
-from smyth_temporal.exceptions import AgentInterruptedError, ModelError
+from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
 from smyth_temporal.types.messages import Message, ToolCall
@@ -57,6 +57,8 @@ class Loop:
     ) -> None:
         self.interrupted = False
         """Whether the last ``until_answer`` was stopped by an interrupt."""
+        self.refused: str | None = None
+        """Why the tenant's budget refused a model call, if it did."""
         self._config = config
         self._conversation = conversation
         self._interrupts = interrupts
@@ -100,8 +102,12 @@ class Loop:
         try:
             response = await call
         except ActivityError as exc:
-            conversation.status = "failed"
             reason = exc.cause or exc
+            if isinstance(reason, ApplicationError) and reason.type == BudgetExceededError.__name__:
+                conversation.status = "running"
+                events.publish(TurnFinished(step=request.step, message_id=message_id))
+                raise BudgetExceededError(reason.message) from exc
+            conversation.status = "failed"
             self._log.error("agent.model_failed", step=request.step, error=str(reason))
             raise ModelError(
                 f"model call failed at step {request.step}: {reason}", retryable=False
@@ -134,7 +140,7 @@ class Loop:
         act: Callable[[Sequence[ToolCall]], Awaitable[list[Message]]],
         between_steps: Callable[[], None] | None = None,
     ) -> Message | None:
-        """Think and act until the model answers; ``None`` if the steps or tokens run out.
+        """Think and act until the model answers; ``None`` if steps, tokens or money run out.
 
         Also ``None`` when an interrupt stopped the turn (``interrupted`` is then set, and
         the conversation says so); an interrupt that arrives once the model has answered
@@ -159,6 +165,9 @@ class Loop:
         except AgentInterruptedError:
             interrupts.take()
             self.interrupted = True
+        except BudgetExceededError as exc:
+            self._log.warning("agent.budget_refused", reason=str(exc))
+            self.refused = str(exc)
         return None
 
     def _turn_finished(self) -> None:

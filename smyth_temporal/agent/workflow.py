@@ -27,6 +27,7 @@ from temporalio import workflow
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
+from smyth_temporal.agent.bounds import RunBounds
 from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig, config_of
 from smyth_temporal.agent.conversation import Conversation
@@ -135,11 +136,14 @@ class AgentWorkflow:
         self._inbox = Inbox(self._log, while_busy=config.while_busy, interrupt=interrupts.request)
         self._memory = AgentMemory(config, self.conversation, lambda: self.input)
         self._delegation = Delegation(
-            self.conversation, self._log, lambda: self.input, config.subagents
+            self.conversation,
+            self._log,
+            lambda: self.input,
+            config.subagents,
+            budget=lambda: self.bounds.remaining_cost,
         )
-        self._compactor = Compactor(
-            config, self.conversation, self._log, tenant=lambda: self.input.tenant
-        )
+        tenant = lambda: self.input.tenant  # noqa: E731 (read when asked: set in begin)
+        self._compactor = Compactor(config, self.conversation, self._log, tenant=tenant)
         self._loop = Loop(
             config,
             self.conversation,
@@ -147,8 +151,12 @@ class AgentWorkflow:
             self.events,
             self._log,
             before_turn=lambda: self._inbox.steer_into(self.conversation),
-            tenant=lambda: self.input.tenant,
+            tenant=tenant,
         )
+        self.bounds = RunBounds(
+            config, self.conversation, lambda: self._input, lambda: self._loop.refused
+        )
+        """Where the run stops: steps, tokens, money."""
         output, retries = config.output, config.output_retries
         self._typed = TypedOutput(output, retries, self.conversation, self._log) if output else None
         self._tools = ToolRunner(
@@ -156,7 +164,7 @@ class AgentWorkflow:
             self.approvals,
             self._log,
             offered=lambda: self.tools,
-            tenant=lambda: self.input.tenant,
+            tenant=tenant,
             executors={
                 MEMORY_EXECUTOR: self._memory.executor(self.recall, self.remember),
                 DELEGATE_EXECUTOR: self._delegation.executor(self.delegate),
@@ -263,6 +271,7 @@ class AgentWorkflow:
             settled = await self._typed.settle(answer, lambda: self._until_answer(self.step_limit))
         if settled.answer is None:
             status: AgentStatus = "interrupted" if self._loop.interrupted else "max_steps"
+            status = "over_budget" if self.bounds.over_budget else status
             self._log.warning(f"agent.{status}", step=self.conversation.step)
             result = self.finish(self.conversation.last_text(), status)
         else:
@@ -416,17 +425,7 @@ class AgentWorkflow:
     @property
     def step_limit(self) -> int:
         """The step count at which the agent stops (``max_steps``, or a parent's bound)."""
-        limits = self._input.limits if self._input else None
-        if limits is not None and limits.max_steps is not None:
-            return min(self.config.max_steps, limits.max_steps)
-        return self.config.max_steps
-
-    @property
-    def out_of_tokens(self) -> bool:
-        """Whether a parent's token bound (``AgentLimits.max_tokens``) is used up."""
-        limits = self._input.limits if self._input else None
-        used = self.conversation.usage.total_tokens
-        return bool(limits and limits.max_tokens and used >= limits.max_tokens)
+        return self.bounds.step_limit
 
     # -- building blocks: memory and sub-agents --------------------------------------
 
@@ -528,7 +527,7 @@ class AgentWorkflow:
     async def _until_answer(self, until_step: int, between: Any = None) -> Message | None:
         return await self._loop.until_answer(
             until_step=until_step,
-            out_of_tokens=lambda: self.out_of_tokens,
+            out_of_tokens=self.bounds.exhausted,
             think=self.think,
             act=self.act,
             between_steps=between,

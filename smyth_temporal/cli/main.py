@@ -3,8 +3,9 @@
 One module per command group, each only parsing arguments, calling a client and
 printing: ``dev`` (``dev``, ``worker``), ``runs`` (``run``, ``state``, ``result``),
 ``watch`` (``watch``, ``interrupt``), ``pause`` (``pause``, ``resume``),
-``approvals`` (``approvals``, ``approve``, ``reject``), ``memory`` (``memory search``,
-``list``, ``forget``, ``undo-run``),
+``limits`` and ``budget`` (model-call rates and spending), ``approvals``
+(``approvals``, ``approve``, ``reject``), ``memory`` (``memory search``, ``list``,
+``forget``, ``undo-run``),
 ``sessions`` (``send``, ``chat``), ``schedules`` (``schedule create``, ``list``,
 ``describe``, ``pause``, ``resume``, ``trigger``, ``delete``) and ``demo``. They share
 ``_common`` (options, running, errors), ``_output`` (how things are shown) and
@@ -38,6 +39,7 @@ from temporalio.service import RPCError
 from smyth_temporal.cli import (
     approvals,
     audit,
+    budget,
     codec,
     demo,
     dev,
@@ -80,6 +82,7 @@ app.add_typer(schedules.app, name="schedule")
 app.add_typer(serve.app)
 app.add_typer(keys.app, name="keys")
 app.add_typer(limits.app, name="limits")
+app.add_typer(budget.app, name="budget")
 app.add_typer(mcp.app, name="mcp")
 app.add_typer(codec.app)
 app.add_typer(storage.app, name="storage")

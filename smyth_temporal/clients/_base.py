@@ -31,6 +31,7 @@ __all__ = [
     "Pickup",
     "agent_name",
     "connect_client",
+    "count_pollers",
     "is_unregistered",
     "last_activity_failure",
     "one_line",
@@ -177,6 +178,20 @@ async def pollers(
         )
     )
     return response.pollers
+
+
+async def count_pollers(client: Client, task_queue: str) -> int | None:
+    """Workers polling ``task_queue`` for workflow tasks, or ``None`` when the server cannot tell.
+
+    The time-skipping test server does not implement ``DescribeTaskQueue``; callers then
+    find out from what happens to the work they hand over.
+    """
+    try:
+        return len(await pollers(client, task_queue))
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.UNIMPLEMENTED:
+            raise
+        return None
 
 
 def is_unregistered(message: str) -> bool:

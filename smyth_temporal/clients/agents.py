@@ -28,6 +28,7 @@ from smyth_temporal.clients._base import (
     terminate_quietly,
     watch_pickup,
 )
+from smyth_temporal.clients._budgets import BudgetClient
 from smyth_temporal.clients._identity import principal_from_env
 from smyth_temporal.clients._limits import LimitsClient
 from smyth_temporal.clients._pause import PauseClient, is_paused
@@ -127,6 +128,14 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
     def memory(self) -> MemoryClient:
         """Search, list, forget and undo runs in long-term memory."""
         return MemoryClient(self.client, task_queue=self.task_queue, identity=self.identity)
+
+    @property
+    def budgets(self) -> BudgetClient:
+        """Tenants' daily and monthly budgets for model calls.
+
+        Added in 0.5.0.
+        """
+        return BudgetClient(self.client, task_queue=self.task_queue, identity=self.identity)
 
     @property
     def limits(self) -> LimitsClient:

@@ -16,7 +16,6 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import FailureError
-from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.agent.memory_admin import (
     MEMORY_ADMIN_WORKFLOW,
@@ -25,8 +24,8 @@ from smyth_temporal.agent.memory_admin import (
 )
 from smyth_temporal.clients._base import (
     PICKUP_TIMEOUT,
+    count_pollers,
     last_activity_failure,
-    pollers,
     terminate_quietly,
     watch_pickup,
 )
@@ -187,7 +186,7 @@ class MemoryClient:
             ClientError: No worker with memory did the operation, or it failed.
         """
         queue = self.task_queue
-        polling = await _count_pollers(self.client, queue)
+        polling = await count_pollers(self.client, queue)
         if polling == 0:
             raise ClientError(
                 f"no worker polls task queue {queue!r} (namespace {self.client.namespace!r} "
@@ -238,20 +237,6 @@ class MemoryClient:
             while isinstance(cause, FailureError) and cause.cause is not None:
                 cause = cause.cause  # the activity's error, under "Activity task failed"
             raise ClientError(f"the memory operation failed: {cause}") from exc
-
-
-async def _count_pollers(client: Client, queue: str) -> int | None:
-    """Workers polling ``queue``, or ``None`` when the server cannot tell.
-
-    The time-skipping test server does not implement ``DescribeTaskQueue``; the pickup
-    watch then decides alone whether a worker took the operation.
-    """
-    try:
-        return len(await pollers(client, queue))
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.UNIMPLEMENTED:
-            raise
-        return None
 
 
 def _read_scope(tenant: str, namespace: str | None) -> dict[str, Any]:

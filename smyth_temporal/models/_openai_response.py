@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema
@@ -50,10 +50,17 @@ def to_model_response(completion: ChatCompletion, request: ModelRequest) -> Mode
             requests=1,
             input_tokens=usage.prompt_tokens if usage else 0,
             output_tokens=usage.completion_tokens if usage else 0,
+            cached_tokens=_cached(usage),
         ),
         finish_reason=choice.finish_reason,
         model=completion.model,
     )
+
+
+def _cached(usage: Any) -> int:
+    """Prompt tokens served from the endpoint's cache, where it says (OpenAI does)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    return (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
 
 
 def _final_answer(arguments: str, output: OutputSchema) -> str:

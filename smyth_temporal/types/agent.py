@@ -36,6 +36,7 @@ AgentStatus = Literal[
     "failed",
     "invalid_output",
     "interrupted",
+    "over_budget",
 ]
 """Where an agent is.
 
@@ -52,10 +53,12 @@ AgentStatus = Literal[
   ``output_retries`` corrections; ``output`` is the last answer. Added in 0.3.0.
 - ``interrupted``: an ``interrupt`` stopped the run's turn (``AgentClient.interrupt``);
   ``output`` is the last text the model wrote. Added in 0.3.0.
+- ``over_budget``: the run's ``max_cost`` is spent, or its tenant's budget refused a
+  model call; ``output`` is the last text the model wrote. Added in 0.5.0.
 """
 
 TERMINAL_STATUSES: frozenset[AgentStatus] = frozenset(
-    {"completed", "max_steps", "failed", "invalid_output", "interrupted"}
+    {"completed", "max_steps", "failed", "invalid_output", "interrupted", "over_budget"}
 )
 """Statuses after which an agent's run does nothing more."""
 
@@ -139,6 +142,8 @@ class AgentLimits(BaseModel):
     """At most this many model turns (and never more than its own ``max_steps``)."""
     max_tokens: int | None = None
     """Stop once this many tokens (input plus output) are used."""
+    max_cost: float | None = None
+    """Stop once the run (its own sub-agents included) has cost this much. Added in 0.5.0."""
 
 
 class AgentInput(BaseModel):

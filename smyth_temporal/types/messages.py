@@ -94,6 +94,11 @@ class Usage(BaseModel):
     """Completion tokens, as reported by the model endpoint."""
     tool_calls: int = 0
     """Tool calls executed (including ones that failed)."""
+    cached_tokens: int = 0
+    """Of the input tokens, those the endpoint served from its prompt cache. Added in 0.5.0."""
+    cost: float = 0.0
+    """What the model calls cost, in the price table's currency (USD by convention), as
+    the worker's ``PriceTable`` priced them when they were made. Added in 0.5.0."""
 
     @property
     def total_tokens(self) -> int:
@@ -106,4 +111,6 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             tool_calls=self.tool_calls + other.tool_calls,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost=self.cost + other.cost,
         )

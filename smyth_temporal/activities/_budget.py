@@ -1,0 +1,128 @@
+"""The model activity's side of budgets: price a call, and reserve, commit or release it.
+
+A tenant has a budget when its ``TenantBudget`` workflow exists (``smyth budget
+set``). A call of a model with a price reserves its likely cost there first (the
+prompt's size and the reply's token bound, priced as if nothing were cached), and
+commits what it really cost after; a call that fails releases its reservation. The
+key is the same for every attempt of one call, so a retried attempt reserves once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import structlog
+from temporalio import activity
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from smyth_temporal.exceptions import BudgetExceededError
+from smyth_temporal.types.budget import (
+    BUDGET_COMMIT_UPDATE,
+    BUDGET_RELEASE_UPDATE,
+    BUDGET_RESERVE_UPDATE,
+    BudgetCommit,
+    BudgetGrant,
+    BudgetReservation,
+    PriceTable,
+    budget_workflow_id,
+)
+from smyth_temporal.types.messages import Usage
+from smyth_temporal.types.model import ModelRequest
+
+__all__ = ["BUDGET_EXCEEDED", "BudgetGuard"]
+
+BUDGET_EXCEEDED = BudgetExceededError.__name__
+"""The failure type of a model call its tenant's budget refused (not retried)."""
+
+DEFAULT_OUTPUT_ESTIMATE = 1024
+"""Reply tokens a reservation assumes when the request sets no ``max_tokens``."""
+
+_CHARS_PER_TOKEN = 4
+_NO_BUDGET_TTL = 30.0
+_SWITCH_RETRIES = 20
+
+_log = structlog.get_logger("smyth_temporal.budget")
+
+
+class BudgetGuard:
+    """Prices model calls and keeps them within their tenant's budget.
+
+    Args:
+        prices: The worker's price table.
+    """
+
+    def __init__(self, prices: PriceTable) -> None:
+        self.prices = prices
+        self._without_budget: dict[str, float] = {}
+
+    def cost(self, request: ModelRequest, model: str | None, usage: Usage) -> float:
+        """What ``usage`` cost: at the requested model's price, else the answering one's."""
+        price = self.prices.price(request.model) or (self.prices.price(model) if model else None)
+        return price.cost(usage) if price is not None else 0.0
+
+    async def reserve(self, request: ModelRequest) -> str | None:
+        """Reserve the call's likely cost; the key to commit with (``None``: no budget).
+
+        Raises:
+            ApplicationError: ``BudgetExceededError`` (non-retryable): the tenant's
+                budget refused the call.
+        """
+        price = self.prices.price(request.model)
+        if price is None or self._known_without_budget(request.tenant):
+            return None
+        info = activity.info()
+        key = f"{info.workflow_id}/{info.activity_id}"
+        reservation = BudgetReservation(
+            key=key, amount=price.cost(_estimate(request)), workflow_id=info.workflow_id
+        )
+        grant = await self._update(request.tenant, BUDGET_RESERVE_UPDATE, reservation, BudgetGrant)
+        if grant is None:
+            return None
+        if not grant.granted:
+            _log.warning("budget.refused", tenant=request.tenant, reason=grant.reason)
+            raise ApplicationError(grant.reason, type=BUDGET_EXCEEDED, non_retryable=True)
+        return key
+
+    async def commit(self, tenant: str, key: str, cost: float) -> None:
+        """Count what the call cost against the tenant's budget."""
+        await self._update(tenant, BUDGET_COMMIT_UPDATE, BudgetCommit(key=key, cost=cost), None)
+
+    async def release(self, tenant: str, key: str) -> None:
+        """Give a failed call's reservation back."""
+        await self._update(tenant, BUDGET_RELEASE_UPDATE, key, None)
+
+    def _known_without_budget(self, tenant: str) -> bool:
+        until = self._without_budget.get(tenant)
+        return until is not None and time.monotonic() < until
+
+    async def _update(self, tenant: str, name: str, arg: Any, result_type: Any) -> Any:
+        handle = activity.client().get_workflow_handle(budget_workflow_id(tenant))
+        for _ in range(_SWITCH_RETRIES):
+            try:
+                return await handle.execute_update(name, arg, result_type=result_type)
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                if "already completed" in exc.message:
+                    await asyncio.sleep(0.05)  # the budget is continuing as new
+                    continue
+                self._without_budget[tenant] = time.monotonic() + _NO_BUDGET_TTL
+                return None
+            except WorkflowUpdateFailedError as exc:
+                raise ApplicationError(f"the budget of {tenant!r} failed: {exc.cause}") from exc
+        raise ApplicationError(f"the budget of {tenant!r} kept switching runs")
+
+
+def _estimate(request: ModelRequest) -> Usage:
+    """An upper-bound guess of a call's usage, before it is made."""
+    chars = sum(len(m.content or "") for m in request.messages) + len(str(request.tools))
+    settings = request.settings
+    output = settings.get("max_tokens") or settings.get("max_completion_tokens")
+    return Usage(
+        input_tokens=chars // _CHARS_PER_TOKEN + 1,
+        output_tokens=int(output) if output else DEFAULT_OUTPUT_ESTIMATE,
+    )

@@ -1,0 +1,84 @@
+"""Agents with money bounds, for the budget tests (their model costs 1.0 a call)."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
+from tests.agents import get_quote
+
+PRICED_MODEL = "priced-model"
+"""Priced so that a scripted call (10 input and 10 output tokens) costs exactly 1.0."""
+
+PRICES_TOML = f'["{PRICED_MODEL}"]\ninput = 50000.0\noutput = 50000.0\n'
+
+
+@workflow.defn
+class Spender(AgentWorkflow):
+    """Quotes again and again; stops at 2.5 spent."""
+
+    config = AgentConfig(
+        model=PRICED_MODEL,
+        tools=[get_quote],
+        max_steps=10,
+        max_cost=2.5,
+        model_settings={"max_tokens": 10},
+        search_attributes=False,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Intern(AgentWorkflow):
+    """No bound of its own: only what its boss leaves it."""
+
+    config = AgentConfig(
+        model=PRICED_MODEL,
+        tools=[get_quote],
+        max_steps=10,
+        model_settings={"max_tokens": 10},
+        search_attributes=False,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Boss(AgentWorkflow):
+    """Hands work to an Intern; 3.5 for the two of them."""
+
+    config = AgentConfig(
+        model=PRICED_MODEL,
+        tools=[get_quote],
+        subagents=[Intern],
+        max_steps=10,
+        max_cost=3.5,
+        model_settings={"max_tokens": 10},
+        search_attributes=False,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Shopper(AgentWorkflow):
+    """No bound of its own: its tenant's budget decides."""
+
+    config = AgentConfig(
+        model=PRICED_MODEL,
+        tools=[get_quote],
+        max_steps=4,
+        model_settings={"max_tokens": 10},
+        search_attributes=False,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

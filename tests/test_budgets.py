@@ -1,0 +1,201 @@
+"""Budgets in money, on a real dev server: per run, passed to sub-agents, per tenant.
+
+The worker's price table (``SMYTH_PRICES_FILE``) makes every scripted call of
+``priced-model`` cost exactly 1.0, so the arithmetic below is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput, ClientError
+from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.budget import (
+    BUDGET_COMMIT_UPDATE,
+    BUDGET_RESERVE_UPDATE,
+    BudgetCommit,
+    BudgetGrant,
+    BudgetReservation,
+    Price,
+    PriceTable,
+    budget_workflow_id,
+)
+from smyth_temporal.types.messages import Usage
+from tests.budget_agents import PRICES_TOML, Boss, Intern, Shopper, Spender
+from tests.cli_support import assert_one_error_line, run_smyth, spawn_worker, stop_process
+
+quote = tool_call("get_quote", symbol="ACME")
+
+
+@pytest.fixture(autouse=True)
+def prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "prices.toml"
+    path.write_text(PRICES_TOML)
+    monkeypatch.setenv("SMYTH_PRICES_FILE", str(path))
+    return path
+
+
+def test_prices_turn_usage_into_cost() -> None:
+    table = PriceTable.of(
+        {
+            "gpt-4o-mini*": {"input": 0.15, "output": 0.60, "cached_input": 0.075},
+            "gpt-4o*": Price(input=2.5, output=10.0),
+        }
+    )
+    usage = Usage(input_tokens=1_000_000, cached_tokens=400_000, output_tokens=100_000)
+    # The most specific glob wins; cached input tokens are priced apart.
+    assert table.cost("gpt-4o-mini-2024-07-18", usage) == pytest.approx(
+        0.6 * 0.15 + 0.4 * 0.075 + 0.1 * 0.60
+    )
+    assert table.cost("gpt-4o", usage) == pytest.approx(2.5 + 1.0)
+    assert table.cost("llama3", usage) == 0.0
+    assert (usage + usage).cached_tokens == 800_000
+
+
+async def test_a_run_stops_at_its_max_cost(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = ScriptedModel([quote, quote, quote, quote, reply("Done.")])
+    async with agent_worker(client, Spender, model=model, task_queue=task_queue):
+        handle = await agents.start(Spender, "Keep quoting.")
+        result = await agents.result(handle.id)
+        state = await agents.state(handle.id)
+    # The bound is checked before each call: 2.0 < 2.5 allows a third, then it stops.
+    assert (result.status, result.steps) == ("over_budget", 3)
+    assert result.usage.cost == pytest.approx(3.0)
+    assert state.usage.cost == pytest.approx(3.0)
+
+
+async def test_a_sub_agents_cost_counts_against_its_parent(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    boss = ScriptedModel([tool_call("delegate", agent="Intern", task="Quote."), quote, reply("x")])
+    intern = ScriptedModel([quote, quote, quote, quote, reply("Quoted.")])
+    async with agent_worker(
+        client, Boss, Intern, model=ScriptedAgents(Boss=boss, Intern=intern), task_queue=task_queue
+    ):
+        handle = await agents.start(Boss, "Get it quoted.")
+        result = await agents.result(handle.id)
+        child = await agents.state(f"{handle.id}/Intern-1")
+    # Boss spent 1.0, leaving the intern 2.5: it stops after its third call (3.0).
+    assert child.status == "over_budget"
+    assert child.usage.cost == pytest.approx(3.0)
+    # The intern's 3.0 counts as the boss's: 4.0 >= 3.5, so the boss stops too.
+    assert result.status == "over_budget"
+    assert result.usage.cost == pytest.approx(4.0)
+    assert len(boss.requests) == 1
+
+
+async def test_concurrent_agents_never_overspend_their_tenants_budget(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    tenant = f"thrifty-{task_queue}"
+    agents.task_queue = task_queue
+    model = ScriptedModel([quote, quote, quote, reply("Done.")])  # 4.0 a run
+    async with agent_worker(client, Shopper, model=model, task_queue=task_queue):
+        assert await agents.wait_for_worker(timeout=30)
+        limits = await agents.budgets.set(tenant, daily=5.0)
+        assert limits.limits.daily == 5.0
+        handles = [
+            await agents.start(Shopper, AgentInput(prompt="Shop.", tenant=tenant)) for _ in range(6)
+        ]
+        results = await asyncio.gather(*(agents.result(h.id) for h in handles))
+        summary = await agents.budgets.show(tenant)
+    assert summary is not None
+    statuses = sorted(r.status for r in results)
+    assert set(statuses) <= {"completed", "over_budget"}  # none failed
+    assert "over_budget" in statuses
+    spent = sum(r.usage.cost for r in results)
+    assert summary.spent_today == pytest.approx(spent)
+    # Reservations are checked one at a time in the budget workflow: the most a
+    # tenant can go over is what one call costs beyond its reservation.
+    assert spent <= 5.0 + 1.0
+    assert (summary.reserved, summary.in_flight) == (0.0, 0)
+    assert summary.refused >= 1
+
+
+async def test_the_budget_survives_a_worker_sigkill(
+    client: Client, agents: AgentClient, address: str, task_queue: str, tmp_path: Path
+) -> None:
+    tenant = f"durable-{task_queue}"
+    agents.task_queue = task_queue
+
+    def worker(name: str) -> subprocess.Popen[bytes]:
+        return spawn_worker(
+            ["tests.budget_agents:Shopper"],
+            model="tests.cli_models:scripted",
+            address=address,
+            task_queue=task_queue,
+            log=tmp_path / f"{name}.log",
+        )
+
+    first = worker("first")
+    try:
+        await agents.budgets.set(tenant, daily=10.0, monthly=100.0)
+        handle = client.get_workflow_handle(budget_workflow_id(tenant))
+        for key in ("k1", "k2"):
+            grant = await handle.execute_update(
+                BUDGET_RESERVE_UPDATE,
+                BudgetReservation(key=key, amount=3.0),
+                result_type=BudgetGrant,
+            )
+            assert grant.granted
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    second = worker("second")
+    try:
+        summary = await agents.budgets.show(tenant)
+        assert summary is not None
+        assert (summary.reserved, summary.in_flight) == (6.0, 2)
+        refused = await handle.execute_update(
+            BUDGET_RESERVE_UPDATE, BudgetReservation(key="k3", amount=5.0), result_type=BudgetGrant
+        )
+        assert not refused.granted
+        assert "over its daily budget: 0.0000 spent and 6.0000 reserved of 10.0000" in (
+            refused.reason
+        )
+        await handle.execute_update(BUDGET_COMMIT_UPDATE, BudgetCommit(key="k1", cost=2.0))
+        await handle.execute_update(BUDGET_COMMIT_UPDATE, BudgetCommit(key="k1", cost=2.0))
+        summary = await agents.budgets.show(tenant)
+        assert summary is not None
+        assert (summary.spent_today, summary.spent_this_month) == (2.0, 2.0)  # counted once
+        assert (summary.reserved, summary.in_flight) == (3.0, 1)
+
+        # The same budget through the real CLI.
+        where = ("--tenant", tenant, "--address", address, "--task-queue", task_queue)
+        shown = run_smyth("budget", "show", *where, "--json").json()
+        assert (shown["spent_today"], shown["reserved"], shown["limits"]["daily"]) == (
+            2.0,
+            3.0,
+            10.0,
+        )
+        changed = run_smyth("budget", "set", *where, "--daily", "none")
+        assert changed.code == 0, changed.err
+        assert "today       2.0000 of none" in changed.out
+        assert "this month  2.0000 of 100" in changed.out
+        bad = run_smyth("budget", "set", *where, "--monthly", "-3")
+        assert_one_error_line(bad, "the monthly budget must be a number of 0 or more")
+        usage = run_smyth("budget", "set", *where)
+        assert usage.code == 2 and "give --daily or --monthly" in usage.err
+    finally:
+        stop_process(second)
+    nobody = run_smyth("budget", "show", "--tenant", "nobody", "--address", address)
+    assert (nobody.code, nobody.out) == (0, "tenant 'nobody' has no budget\n"), nobody.err
+
+
+async def test_budget_limits_are_checked(agents: AgentClient, task_queue: str) -> None:
+    agents.task_queue = task_queue
+    assert await agents.budgets.show(f"nobody-{task_queue}") is None
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ClientError, match="the daily budget must be a number of 0 or more"):
+            await agents.budgets.set(f"t-{task_queue}", daily=bad)
+    # The budget lives on agent workers: without one, a clear error, not a hang.
+    with pytest.raises(ClientError, match="no worker answered for the budget of 't-"):
+        await agents.budgets.set(f"t-{task_queue}", daily=1.0)
