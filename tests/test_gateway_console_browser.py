@@ -1,24 +1,29 @@
 """The web console in a real browser: headless Chromium driven by Selenium.
 
 An approver signs in, finds the pending approval in the inbox, opens its run, approves
-it there and watches the run finish live. Screenshots go to ``test-artifacts/``.
+it there and watches the run finish live; another edits the arguments and approves in
+the inbox itself, then searches memory. Screenshots go to ``test-artifacts/``.
 Skipped without Debian's ``chromium`` and ``chromium-driver``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
+from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.messages import Message
-from smyth_temporal.types.model import ModelResponse
+from smyth_temporal.types.model import ModelRequest, ModelResponse
+from tests.agents import read_ledger
 from tests.approval_agents import Trader
 from tests.browser_support import ARTIFACTS, requires_chromium
 from tests.gateway_support import Keys, gateway, make_keys, pending_approvals
+from tests.memory_agents import Researcher
 
 WAIT = 60.0
 """Seconds any one thing may take to appear: generous, since nothing is timed."""
@@ -119,3 +124,73 @@ async def test_an_approver_approves_in_the_console_and_watches_the_run_finish(
         await asyncio.to_thread(
             approve_in_the_console, browser, running.url, keys.by_role["approver"], workflow_id
         )
+
+
+FACT = "ACME reports earnings on May 3"
+
+
+def remember_the_prompt(request: ModelRequest) -> ModelResponse:
+    prompt = next(m.content for m in request.messages if m.role == "user")
+    return tool_call("remember", text=prompt or "", kind="fact")
+
+
+def edit_in_the_inbox_then_search_memory(driver: WebDriver, url: str, key: str) -> None:
+    """An approver halves the order in the inbox itself, then searches memory."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    driver.get(f"{url}/console/")
+    shown(driver, "#key").send_keys(key + Key.ENTER)
+    card = shown(driver, "#view article[data-request]")
+    assert "null" not in card.text  # the model gave no reason: nothing stands in for it
+    card.find_element(By.CSS_SELECTOR, "details summary").click()  # "Edit arguments"
+    arguments = card.find_element(By.CSS_SELECTOR, "textarea[name=arguments]")
+    edited = json.loads(arguments.get_attribute("value") or "{}")
+    assert edited == {"symbol": "ACME", "quantity": 10}
+    arguments.clear()
+    arguments.send_keys(json.dumps({**edited, "quantity": 5}))
+    card.find_element(By.CSS_SELECTOR, "input[name=comment]").send_keys("half now")
+    driver.save_screenshot(str(ARTIFACTS / "console-inbox-edit.png"))
+    card.find_element(By.CSS_SELECTOR, "form.decide .approve").click()
+    text_in(driver, "#view .outcome", "approved by acme-approver: half now")
+
+    shown(driver, 'nav a[href="#/memory"]').click()
+    shown(driver, "#memory-q").send_keys("ACME earnings" + Key.ENTER)
+    text_in(driver, "#view .status", "found")
+    text_in(driver, "#view .memories", FACT)
+    driver.save_screenshot(str(ARTIFACTS / "console-memory.png"))
+
+
+async def test_an_approver_edits_in_the_inbox_and_searches_memory(
+    client: Client, task_queue: str, tmp_path: Path, browser: WebDriver, ledger: Path
+) -> None:
+    keys: Keys = make_keys(tmp_path / "keys.json")
+    model = ScriptedAgents(
+        Researcher=ScriptedModel([remember_the_prompt, reply("Noted.")]),
+        Trader=ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply(ANSWER)]),
+    )
+    memory = MemoryManager(EdgeStore(tmp_path / "memory"), HashEmbedder(64))
+    operator = keys.headers("operator")
+    async with (
+        agent_worker(client, Trader, Researcher, model=model, task_queue=task_queue, memory=memory),
+        gateway(client, task_queue, keys) as running,
+    ):
+        noted = await running.http.post(
+            "/v1/agents/Researcher/runs", json={"prompt": FACT}, headers=operator
+        )
+        await running.http.get(
+            f"/v1/runs/{noted.json()['workflow_id']}/result", headers=keys.headers("viewer")
+        )
+        started = await running.http.post(
+            "/v1/agents/Trader/runs", json={"prompt": "Sell ACME"}, headers=operator
+        )
+        workflow_id = started.json()["workflow_id"]
+        await pending_approvals(running.http, keys)
+        await asyncio.to_thread(
+            edit_in_the_inbox_then_search_memory, browser, running.url, keys.by_role["approver"]
+        )
+        result = await running.http.get(
+            f"/v1/runs/{workflow_id}/result", headers=keys.headers("viewer")
+        )
+    await memory.close()
+    assert result.json()["output"] == ANSWER
+    # What ran is what the person approved in the inbox: the edited arguments.
+    assert [(e["tool"], e["quantity"]) for e in read_ledger(ledger)] == [("sell", 5)]

@@ -172,10 +172,10 @@ function view() {
 
 /** A card for one approval request; the decision pins the hash of the arguments shown. */
 function approvalCard(workflowId, agent, request) {
-  const card = h("article", { class: "card approval", "data-request": request.id, "aria-label": "Approval: " + request.tool });
   const argumentsList = h("dl", { class: "arguments" },
     Object.entries(request.arguments).map(([name, value]) => [h("dt", {}, name), h("dd", {}, pretty(value))]));
-  card.append(
+  // Built by h(), which leaves out a missing reason (DOM append would write "null").
+  const card = h("article", { class: "card approval", "data-request": request.id, "aria-label": "Approval: " + request.tool },
     h("h3", {}, request.tool),
     h("p", { class: "meta" }, agent ? agent + " · " : "", runLink(workflowId)),
     argumentsList,
@@ -315,7 +315,7 @@ function runView(workflowId, signal) {
   const setStatus = (value) => status.replaceChildren(statusBadge(value));
   const setUsage = (u) => {
     usage.textContent = u.requests + " model calls · " + u.input_tokens + " in / " + u.output_tokens +
-      " out tokens · " + u.tool_calls + " tool calls";
+      " out tokens · " + u.tool_calls + " tool calls" + (u.cost ? " · cost " + u.cost.toFixed(4) : "");
   };
   const add = (kind, ...children) => {
     const item = h("li", { class: "event " + kind }, ...children);
