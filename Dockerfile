@@ -24,8 +24,9 @@ RUN groupadd --system --gid 10001 smyth \
 
 COPY . /app
 
-# The server extra (FastAPI, uvicorn) lets the same image run the gateway, `smyth serve`.
-RUN pip install --no-cache-dir . ".[server]" \
+# The server extra (FastAPI, uvicorn) lets the same image run the gateway, `smyth serve`;
+# the otel extra lets workers send traces (`smyth worker --tracing`).
+RUN pip install --no-cache-dir . ".[server,otel]" \
     && mkdir -p /app/.smyth \
     && chown smyth:smyth /app/.smyth
 

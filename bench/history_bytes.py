@@ -4,6 +4,7 @@ From the repository root::
 
     .venv/bin/python -m bench.history_bytes            # ~10 min; --steps 50 100 200 400
     .venv/bin/python -m bench.history_bytes --steps 50 --thresholds 256 1024 2048 4096 8192
+    .venv/bin/python -m bench.history_bytes --no-inline --whole   # chunked vs whole store
 
 One run is a ``HistoryBench`` agent taking N steps, each a model turn that calls the
 ``read_page`` tool, whose result is 4 KB of text (different on every step), then a
@@ -11,13 +12,16 @@ final answering turn. The model resends the whole conversation on every turn, so
 model activity's input grows by about 4 KB a step and, stored inline, history grows
 quadratically. For every N the run is made twice: with ``SmythPlugin``'s default
 storage (``ContentAddressedFileDriver`` in a fresh temporary directory, threshold
-``DEFAULT_PAYLOAD_THRESHOLD``) and with ``payload_storage=None``.
+``DEFAULT_PAYLOAD_THRESHOLD``) and with ``payload_storage=None``; with ``--whole``,
+also with the store's whole-payload layout (``chunked=False``, the layout before
+0.5.0), to compare the store's size.
 
 Printed per run, from the server (``fetch_history``, every run of the chain if the
 agent continued as new): total event bytes (``HistoryEvent.ByteSize()``), bytes per
-step, events, runs; the store's bytes on disk and file count; wall time per step (all
-steps, the first 10 and the last 10, from the model calls the worker sees). Then
-the ratio without/with storage per N.
+step, events, runs; the store's bytes on disk (whole blocks), its files' total size
+and file count; wall time per step (all steps, the first 10 and the last 10, from
+the model calls the worker sees). Then the ratio without/with storage per N, and
+the store's size whole/chunked.
 
 The dev server gets raised limits (history size and count, blob size, the
 continue-as-new suggestion), so that the runs without storage can go past Temporal's
@@ -137,11 +141,13 @@ class Measurement:
     steps: int
     storage: bool
     threshold: int | None
+    chunked: bool = True
     history_bytes: int = 0
     events: int = 0
     runs: int = 0
     largest_event: int = 0
     store_bytes: int = 0
+    store_logical: int = 0
     store_files: int = 0
     wall: float = 0.0
     step_times: list[float] = dataclasses.field(default_factory=list)
@@ -149,13 +155,16 @@ class Measurement:
 
     @property
     def label(self) -> str:
-        return f"storage ≥{self.threshold} B" if self.storage else "inline (no storage)"
+        if not self.storage:
+            return "inline (no storage)"
+        return f"{'chunked' if self.chunked else 'whole'} ≥{self.threshold} B"
 
 
-def store_usage(root: Path) -> tuple[int, int]:
-    """Bytes on disk (allocated blocks) and number of payload files under ``root``."""
+def store_usage(root: Path) -> tuple[int, int, int]:
+    """Bytes on disk (allocated blocks), total file size and number of files under ``root``."""
     files = [p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")]
-    return sum(p.stat().st_blocks * 512 for p in files), len(files)
+    sizes = [p.stat() for p in files]
+    return sum(s.st_blocks * 512 for s in sizes), sum(s.st_size for s in sizes), len(files)
 
 
 async def history_of(
@@ -181,16 +190,22 @@ async def history_of(
 
 
 async def measure(
-    base: Client, steps: int, threshold: int | None, store: Path, timeout: float
+    base: Client,
+    steps: int,
+    threshold: int | None,
+    store: Path,
+    timeout: float,
+    chunked: bool = True,
 ) -> Measurement:
     storage = (
         ExternalStorage(
-            drivers=[ContentAddressedFileDriver(store)], payload_size_threshold=threshold
+            drivers=[ContentAddressedFileDriver(store, chunked=chunked)],
+            payload_size_threshold=threshold,
         )
         if threshold is not None
         else None
     )
-    result = Measurement(steps, storage is not None, threshold)
+    result = Measurement(steps, storage is not None, threshold, chunked)
     model = PagingModel(steps)
     # A connection of its own, to raise the SDK's payload warning (512 KiB) with the
     # server's limits: without storage every model turn past ~120 steps would warn.
@@ -225,7 +240,7 @@ async def measure(
         result.largest_event,
     ) = await history_of(client, handle.id, handle.first_execution_run_id or handle.result_run_id)
     if storage is not None:
-        result.store_bytes, result.store_files = store_usage(store)
+        result.store_bytes, result.store_logical, result.store_files = store_usage(store)
     return result
 
 
@@ -241,7 +256,11 @@ def _size(value: int) -> str:
 
 def report(m: Measurement) -> None:
     status = f"  NOT MEASURED: {m.error}" if m.error else ""
-    store = f"{_size(m.store_bytes)} in {m.store_files:4d} files" if m.storage else " " * 26
+    store = (
+        f"{_size(m.store_bytes)} {_size(m.store_logical)} in {m.store_files:5d} files"
+        if m.storage
+        else " " * 39
+    )
     print(
         f"{m.steps:5d}  {m.label:22}  {_size(m.history_bytes)}  {m.history_bytes / m.steps:10.0f}"
         f"  {m.events:6d}  {m.runs:2d}  {_size(m.largest_event)}  {store}"
@@ -262,7 +281,11 @@ async def main() -> None:
         help="payload_size_threshold values to run with storage (bytes)",
     )
     parser.add_argument("--no-inline", action="store_true", help="skip the runs without storage")
+    parser.add_argument(
+        "--whole", action="store_true", help="also run the store's whole-payload layout"
+    )
     parser.add_argument("--timeout", type=float, default=900, help="seconds one run may take")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     configure_logging("WARNING")
     limits = [f"--dynamic-config-value={key}={value}" for key, value in SERVER_LIMITS.items()]
@@ -272,7 +295,7 @@ async def main() -> None:
     )
     print(
         f"{'steps':>5}  {'payloads':22}  {'history':>12}  {'bytes/step':>10}  {'events':>6}"
-        f"  {'runs':>2}  {'largest event':>12}  {'store on disk':26}"
+        f"  {'runs':>2}  {'largest event':>12}  {'store: on disk, file sizes, files':39}"
         f"  {'ms/step (all, first 10, last 10)':33}  wall"
     )
     results: list[Measurement] = []
@@ -280,14 +303,41 @@ async def main() -> None:
         with tempfile.TemporaryDirectory(prefix="smyth-bench-payloads-") as tmp:
             for steps in args.steps:
                 for threshold in args.thresholds:
-                    store = Path(tmp) / f"{steps}-{threshold}"
-                    results.append(await measure(env.client, steps, threshold, store, args.timeout))
-                    report(results[-1])
+                    for chunked in (True, False) if args.whole else (True,):
+                        store = Path(tmp) / f"{steps}-{threshold}-{chunked}"
+                        results.append(
+                            await measure(
+                                env.client, steps, threshold, store, args.timeout, chunked
+                            )
+                        )
+                        report(results[-1])
                 if not args.no_inline:
                     results.append(await measure(env.client, steps, None, Path(tmp), args.timeout))
                     report(results[-1])
     finally:
         await env.shutdown()
+    print("\nstore, whole layout / chunked (threshold: on disk, file sizes; history bytes):")
+    for steps in args.steps:
+        for m in results:
+            whole = next(
+                (
+                    w
+                    for w in results
+                    if w.steps == steps
+                    and w.storage
+                    and not w.chunked
+                    and w.threshold == m.threshold
+                    and not w.error
+                ),
+                None,
+            )
+            if m.steps != steps or not m.storage or not m.chunked or m.error or whole is None:
+                continue
+            print(
+                f"  {steps:4d} steps, ≥{m.threshold} B: {whole.store_bytes / m.store_bytes:7.1f}x,"
+                f" {whole.store_logical / m.store_logical:7.1f}x;"
+                f" history {m.history_bytes:,} vs {whole.history_bytes:,} bytes"
+            )
     print("\nhistory without storage / with storage (threshold, ratio):")
     for steps in args.steps:
         inline = next((m for m in results if m.steps == steps and not m.storage), None)
@@ -297,6 +347,54 @@ async def main() -> None:
             if m.steps == steps and m.storage and not m.error:
                 ratio = inline.history_bytes / m.history_bytes
                 print(f"  {steps:4d} steps, ≥{m.threshold} B: {ratio:7.1f}x")
+    if args.json is not None:
+        write_results(args.json, results)
+
+
+def write_results(path: Path, results: list[Measurement]) -> None:
+    """Write the runs for ``bench.report``: the headline is the largest N run both ways."""
+    # Here, not at the top: the workflow sandbox re-imports this module.
+    from bench._results import headline, write_json
+
+    rows = [
+        {
+            "steps": m.steps,
+            "storage": m.storage,
+            "threshold": m.threshold,
+            "chunked": m.chunked,
+            "history_bytes": m.history_bytes,
+            "store_bytes": m.store_bytes,
+            "store_logical": m.store_logical,
+            "store_files": m.store_files,
+            "events": m.events,
+            "runs": m.runs,
+            "ms_per_step": sum(m.step_times) / len(m.step_times) * 1000 if m.step_times else None,
+            "error": m.error,
+        }
+        for m in results
+    ]
+    headlines = []
+    measured = [m for m in results if not m.error]
+    both = [
+        n
+        for n in sorted({m.steps for m in measured}, reverse=True)
+        if any(m.steps == n and m.storage and m.chunked for m in measured)
+        and any(m.steps == n and not m.storage for m in measured)
+    ]
+    if both:
+        steps = both[0]
+        ours = next(m for m in measured if m.steps == steps and m.storage and m.chunked)
+        inline = next(m for m in measured if m.steps == steps and not m.storage)
+        headlines.append(
+            headline(
+                f"history bytes of a {steps}-step run",
+                ours.history_bytes / MiB,
+                inline.history_bytes / MiB,
+                "MiB",
+                f"baseline: every payload inline; store on disk {ours.store_bytes / MiB:.1f} MiB",
+            )
+        )
+    write_json(path, "history_bytes", headlines, {"runs": rows})
 
 
 if __name__ == "__main__":

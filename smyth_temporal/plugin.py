@@ -24,7 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
-from smyth_temporal.agent.budget import TenantBudget
+from smyth_temporal.agent.budget import TenantBudget, VersionedTenantBudget
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
@@ -35,15 +35,18 @@ from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import current_environment
-from smyth_temporal.storage._defaults import default_payload_storage
+from smyth_temporal.storage._defaults import default_payload_storage, with_chunk_codec
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from smyth_temporal.mcp import MCPConnections, MCPServerConfig
 
 __all__ = [
+    "DEFAULT_HEARTBEAT_THROTTLE",
     "DEFAULT_STICKY_QUEUE_TIMEOUT",
     "PASSTHROUGH_MODULES",
     "WORKFLOW_FAILURE_EXCEPTION_TYPES",
@@ -52,6 +55,7 @@ __all__ = [
 
 PASSTHROUGH_MODULES = (
     "smyth_temporal._logging",
+    "smyth_temporal._telemetry",
     "smyth_temporal._names",
     "smyth_temporal.agent",
     "smyth_temporal.context",
@@ -87,6 +91,17 @@ while a busy worker that misses the window costs only a replay of the run.
 """
 
 _TEMPORAL_STICKY_QUEUE_TIMEOUT = timedelta(seconds=10)
+
+DEFAULT_HEARTBEAT_THROTTLE = timedelta(milliseconds=500)
+"""The longest a worker holds back an activity's heartbeat before sending it.
+
+temporalio sends at most one heartbeat per 80% of the heartbeat timeout: 1.6 s of a 2 s
+timeout, which leaves a late beat 0.4 s of slack before the server re-runs a healthy
+call. Sending every 0.5 s (what ``auto_heartbeat`` beats at) leaves it 1.5 s. Set as
+the worker's ``max_heartbeat_throttle_interval`` unless one is given. Added in 0.5.0.
+"""
+
+_TEMPORAL_HEARTBEAT_THROTTLE = timedelta(seconds=60)
 
 
 class _Default(enum.Enum):
@@ -129,6 +144,7 @@ class SmythPlugin(SimplePlugin):
         secrets: Secrets | None = None,
         serve_model_queue: bool = True,
         prices: PriceTable | None = None,
+        tracing: bool | TracerProvider = False,
     ) -> None:
         """Create the plugin.
 
@@ -177,9 +193,16 @@ class SmythPlugin(SimplePlugin):
                 tenant budgets). Default: ``load_price_table()``, from
                 ``SMYTH_PRICES_FILE`` or ``.smyth/prices.toml``, read when a worker
                 starts. Added in 0.5.0.
+            tracing: Trace agents with OpenTelemetry (``tracing_interceptors`` of
+                ``smyth_temporal.observability``): ``True`` sends spans to the global
+                tracer provider, a ``TracerProvider`` to that one. Set it on the
+                client that starts agents too, so that one run is one trace. Needs
+                the ``otel`` extra. Added in 0.5.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
+        if storage is not None:
+            storage = with_chunk_codec(storage, codec)  # chunks sealed one by one
         converter: DataConverter = pydantic_data_converter
         if storage is not None or codec is not None:
             # The codec runs first, so the store only ever holds ciphertext.
@@ -197,6 +220,7 @@ class SmythPlugin(SimplePlugin):
             data_converter=converter,
             workflow_runner=_with_passthrough,
             workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
+            interceptors=_tracing(tracing),
         )
         self._model = model
         self._tools = tuple(tools)
@@ -241,7 +265,10 @@ class SmythPlugin(SimplePlugin):
         if serves_memory or any(a.config.context_budget is not None for a in agents):
             activities += MemoryActivities(self._memory_manager).all()
         # Tenants' budgets (reserve, commit, release) live on agent workers.
-        config["workflows"] = [*config.get("workflows", ()), TenantBudget]
+        deployment = config.get("deployment_config")
+        versioned = deployment is not None and deployment.use_worker_versioning
+        budget = VersionedTenantBudget if versioned else TenantBudget
+        config["workflows"] = [*config.get("workflows", ()), budget]
         if serves_memory:
             # Clients reach memory through this workflow (see MemoryAdmin). A worker
             # whose agents only archive transcripts leaves that to one that has memory.
@@ -254,6 +281,8 @@ class SmythPlugin(SimplePlugin):
             _TEMPORAL_STICKY_QUEUE_TIMEOUT,
         ):
             config["sticky_queue_schedule_to_start_timeout"] = self._sticky_queue_timeout
+        if config.get("max_heartbeat_throttle_interval") in (None, _TEMPORAL_HEARTBEAT_THROTTLE):
+            config["max_heartbeat_throttle_interval"] = DEFAULT_HEARTBEAT_THROTTLE
         return config
 
     async def run_worker(self, worker: Worker, next: Callable[[Worker], Awaitable[None]]) -> None:
@@ -293,6 +322,9 @@ class SmythPlugin(SimplePlugin):
             deployment_config=config.get("deployment_config"),
             graceful_shutdown_timeout=config.get("graceful_shutdown_timeout", timedelta()),
             max_concurrent_activities=config.get("max_concurrent_activities"),
+            max_heartbeat_throttle_interval=config.get(
+                "max_heartbeat_throttle_interval", DEFAULT_HEARTBEAT_THROTTLE
+            ),
         )
 
     async def _run_with_mcp(
@@ -368,6 +400,15 @@ def _default_codec() -> PayloadCodec | None:
     from smyth_temporal.security._encryption import EncryptionCodec
 
     return EncryptionCodec.from_env()
+
+
+def _tracing(tracing: bool | TracerProvider) -> list[Any] | None:
+    if tracing is False:
+        return None
+    # Imported only when asked for: it needs the otel extra.
+    from smyth_temporal.observability import tracing_interceptors
+
+    return list(tracing_interceptors(None if tracing is True else tracing))
 
 
 def _is_agent(cls: object) -> TypeGuard[type[AgentWorkflow]]:

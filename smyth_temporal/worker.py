@@ -29,12 +29,15 @@ from typing import Any, cast
 import structlog
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from smyth_temporal._names import workflow_type_name
+from smyth_temporal._prometheus import prometheus_runtime
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.clients._base import connect_client, pollers
+from smyth_temporal.clients._deployment import deployment_config
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
@@ -190,6 +193,9 @@ async def run_worker(
     graceful_shutdown_timeout: timedelta = DEFAULT_GRACEFUL_SHUTDOWN,
     mcp_servers: Mapping[str, MCPServerConfig] | None = None,
     secrets: Secrets | None = None,
+    deployment: WorkerDeploymentVersion | None = None,
+    metrics: str | None = None,
+    tracing: bool = False,
 ) -> None:
     """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
 
@@ -211,6 +217,13 @@ async def run_worker(
             worker opens them before it polls.
         secrets: What resolves the secrets of tools and MCP servers (see
             ``SmythPlugin``).
+        deployment: Serve as this Worker Deployment Version (see ``deployment_config``):
+            agent runs stay pinned to the version that started them; ``None`` serves
+            without Worker Versioning.
+        metrics: Serve Prometheus metrics (Temporal's and smyth's) on this
+            ``host:port``, at ``/metrics`` (see ``prometheus_runtime``).
+        tracing: Trace agents with OpenTelemetry through the global tracer provider
+            (see ``SmythPlugin``; needs the ``otel`` extra).
 
     Raises:
         ServerUnavailableError: Nothing answers at ``settings.address``.
@@ -219,16 +232,28 @@ async def run_worker(
         ConfigurationError: An MCP server cannot be reached (the message names it).
 
     Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``. Changed in 0.4.0: ``secrets``.
+    Changed in 0.5.0: ``deployment``, ``metrics``, ``tracing``.
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
     names = [_agent_type(agent) for agent in agents]
-    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers, secrets=secrets)
+    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers, secrets=secrets, tracing=tracing)
+    if metrics is not None:
+        # The client's runtime is what serves the endpoint, for the worker built on it.
+        try:
+            runtime = prometheus_runtime(metrics)
+        except RuntimeError as exc:  # a taken or malformed address
+            raise ConfigurationError(f"cannot serve metrics on {metrics}: {exc}") from exc
+        connect = {**settings.connect, "runtime": runtime}
+        settings = settings.model_copy(update={"connect": connect})
+        log.info("worker.metrics", url=f"http://{metrics}/metrics")
     client = await connect_client(settings, plugins=[plugin])
     await _check_namespace(client, settings)
     options: dict[str, Any] = {}
     if max_cached_workflows is not None:
         options["max_cached_workflows"] = max_cached_workflows
+    if deployment is not None:
+        options["deployment_config"] = deployment_config(deployment)
     worker = Worker(
         client,
         task_queue=settings.task_queue,
@@ -242,6 +267,8 @@ async def run_worker(
     loop = asyncio.get_running_loop()
     installed = _install_signal_handlers(loop, stop, stopped_by)
     fields = {"task_queue": settings.task_queue, "agents": names, "address": settings.address}
+    if deployment is not None:
+        fields["deployment"] = deployment.to_canonical_string()
     run_task = asyncio.create_task(worker.run(), name="smyth-worker")
     stop_task = asyncio.create_task(stop.wait(), name="smyth-worker-stop")
     ready_task = asyncio.create_task(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
@@ -13,18 +15,23 @@ PRICED_MODEL = "priced-model"
 PRICES_TOML = f'["{PRICED_MODEL}"]\ninput = 50000.0\noutput = 50000.0\n'
 
 
+def priced(**config: Any) -> AgentConfig:
+    """An agent config on the priced model with the quote tool (10 steps unless given)."""
+    defaults: dict[str, Any] = {
+        "model": PRICED_MODEL,
+        "tools": [get_quote],
+        "max_steps": 10,
+        "model_settings": {"max_tokens": 10},
+        "search_attributes": False,
+    }
+    return AgentConfig(**{**defaults, **config})
+
+
 @workflow.defn
 class Spender(AgentWorkflow):
     """Quotes again and again; stops at 2.5 spent."""
 
-    config = AgentConfig(
-        model=PRICED_MODEL,
-        tools=[get_quote],
-        max_steps=10,
-        max_cost=2.5,
-        model_settings={"max_tokens": 10},
-        search_attributes=False,
-    )
+    config = priced(max_cost=2.5)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -35,13 +42,7 @@ class Spender(AgentWorkflow):
 class Intern(AgentWorkflow):
     """No bound of its own: only what its boss leaves it."""
 
-    config = AgentConfig(
-        model=PRICED_MODEL,
-        tools=[get_quote],
-        max_steps=10,
-        model_settings={"max_tokens": 10},
-        search_attributes=False,
-    )
+    config = priced()
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -52,15 +53,7 @@ class Intern(AgentWorkflow):
 class Boss(AgentWorkflow):
     """Hands work to an Intern; 3.5 for the two of them."""
 
-    config = AgentConfig(
-        model=PRICED_MODEL,
-        tools=[get_quote],
-        subagents=[Intern],
-        max_steps=10,
-        max_cost=3.5,
-        model_settings={"max_tokens": 10},
-        search_attributes=False,
-    )
+    config = priced(subagents=[Intern], max_cost=3.5)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -71,13 +64,7 @@ class Boss(AgentWorkflow):
 class Shopper(AgentWorkflow):
     """No bound of its own: its tenant's budget decides."""
 
-    config = AgentConfig(
-        model=PRICED_MODEL,
-        tools=[get_quote],
-        max_steps=4,
-        model_settings={"max_tokens": 10},
-        search_attributes=False,
-    )
+    config = priced(max_steps=4)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

@@ -61,7 +61,7 @@ LAYERS: list[set[str]] = [
     {"clients", "worker", "plugin", "testing", "devserver", "mcp_server"},
     {"agent"},
     {"context", "activities", "mcp"},
-    {"tools", "memory", "models", "storage", "security"},
+    {"tools", "memory", "models", "storage", "security", "observability"},
     {
         "types",
         "exceptions",
@@ -72,6 +72,8 @@ LAYERS: list[set[str]] = [
         "_payloads",
         "_files",
         "_redaction",
+        "_telemetry",
+        "_prometheus",
     },
 ]
 """The packages of smyth_temporal, top to bottom: a module imports only its own layer

@@ -14,16 +14,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.plugin import DEFAULT_HEARTBEAT_THROTTLE
+from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue
+from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
 from tests.agents import Analyst, read_ledger
-from tests.worker_process import WorkerProcess, spawn_worker
+from tests.worker_process import RecoveryProbe, WorkerProcess, spawn_worker
 
 Entry = dict[str, Any]
 
@@ -235,3 +239,95 @@ async def test_decision_sent_while_no_worker_runs(
     final = await agents.state(handle.id)
     assert final.approvals[0].decision is not None
     assert final.approvals[0].decision.by == "ivan"
+
+
+async def test_kill_during_a_blocking_tool_with_the_defaults(
+    agents: AgentClient, client: Client, ledger: Path, spawn: Spawn
+) -> None:
+    """A plain ``def`` tool with every option the SDK's default, in flight at a SIGKILL:
+    the server declares the attempt lost by its heartbeat timeout (not the 5-minute
+    start-to-close one) and a replacement re-runs it once, with the same key."""
+    first = await spawn("crash-blocking")
+    handle = await agents.start(RecoveryProbe, AgentInput(prompt="Look up ACME"))
+    key = f"{handle.id}/2/call_2_0"
+    await wait_for_entry(ledger, lambda e: e["tool"] == "blocking_lookup.start")
+
+    killed_at = first.kill()
+    second = await spawn("crash-blocking")
+    await wait_for_entry(ledger, lambda e: e["pid"] == second.pid)
+    rerun_after = time.monotonic() - killed_at
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    report("blocking tool, SDK defaults", killed_at, completed=time.monotonic())
+    # A hang guard only: the recovery time itself is measured by bench.crash_recovery.
+    assert rerun_after < 20
+
+    assert result.status == "completed"
+    assert result.output == "101.5 | ACME looked up, blocking | 42.0"
+    starts = entries(ledger, "blocking_lookup.start")
+    assert [(e["pid"], e["attempt"], e["key"]) for e in starts] == [
+        (first.pid, 1, key),
+        (second.pid, 2, key),
+    ]
+    [finished] = entries(ledger, "blocking_lookup")
+    assert (finished["pid"], finished["attempt"], finished["key"]) == (second.pid, 2, key)
+
+    # The SDK's defaults went out with the command, and the lost attempt ended by its
+    # heartbeat timeout: the short path, not the 5-minute start-to-close timeout.
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    [scheduled_event] = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name
+        == "smyth.tool.blocking_lookup"
+    ]
+    scheduled = scheduled_event.activity_task_scheduled_event_attributes
+    assert scheduled.heartbeat_timeout.ToTimedelta() == DEFAULT_TOOL_HEARTBEAT_TIMEOUT
+    assert scheduled.heartbeat_timeout.ToTimedelta() == timedelta(seconds=2)
+    assert scheduled.retry_policy.initial_interval.ToTimedelta() == timedelta(milliseconds=250)
+    [started] = [
+        e.activity_task_started_event_attributes
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        and e.activity_task_started_event_attributes.scheduled_event_id == scheduled_event.event_id
+    ]
+    assert started.attempt == 2
+    timeout_type = started.last_failure.timeout_failure_info.timeout_type
+    assert timeout_type == TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+
+
+async def test_a_healthy_blocking_tool_outlives_the_heartbeat_timeout(
+    agents: AgentClient, ledger: Path, spawn: Spawn
+) -> None:
+    """A plain ``def`` tool that blocks for 30 s (sleeping, then spinning the CPU) under
+    the default 2 s heartbeat timeout runs exactly once: it runs in a thread, so the
+    worker's event loop keeps heartbeating for it."""
+    await spawn("blocking-30s")
+    handle = await agents.start(RecoveryProbe, AgentInput(prompt="Look up ACME slowly"))
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+
+    assert result.output == "ACME looked up, blocking"
+    assert [e["attempt"] for e in entries(ledger, "blocking_lookup.start")] == [1]
+    [finished] = entries(ledger, "blocking_lookup")
+    assert finished["attempt"] == 1
+    assert finished["spins"] > 0
+
+
+async def test_plugin_sends_heartbeats_often_unless_the_user_chose(client: Client) -> None:
+    """temporalio holds a heartbeat back for 80% of the timeout (1.6 s of 2 s); the
+    plugin has workers send one every 0.5 s, unless ``Worker()`` was given a value."""
+    model = ScriptedModel([])
+    default = agent_worker(client, Analyst, model=model, task_queue=new_task_queue())
+    active = default.config(active_config=True)
+    assert active["max_heartbeat_throttle_interval"] == DEFAULT_HEARTBEAT_THROTTLE
+    assert DEFAULT_HEARTBEAT_THROTTLE <= DEFAULT_TOOL_HEARTBEAT_TIMEOUT / 4
+    chosen = agent_worker(
+        client,
+        Analyst,
+        model=model,
+        task_queue=new_task_queue(),
+        max_heartbeat_throttle_interval=timedelta(seconds=5),
+    )
+    assert chosen.config(active_config=True)["max_heartbeat_throttle_interval"] == timedelta(
+        seconds=5
+    )

@@ -300,16 +300,18 @@ async def test_a_run_is_ciphertext_in_history_and_store(
         or base64.b64encode(b"binary/smyth-encrypted").decode() in raw
     )
 
-    # The store holds only ciphertext, named by the SHA-256 of that ciphertext.
+    # The store holds only ciphertext, named by the SHA-256 of that ciphertext: the
+    # chunks are sealed one by one; tree nodes (binary/smyth-tree) list digests only.
     files = store_files(store)
     assert files, "the tool result should have gone to the store"
+    encodings = []
     for file in files:
         blob = file.read_bytes()
         assert file.name == hashlib.sha256(blob).hexdigest()
         for marker in MARKERS:
             assert marker.encode() not in blob
-        stored = Payload.FromString(blob)
-        assert stored.metadata["encoding"] == b"binary/smyth-encrypted"
+        encodings.append(Payload.FromString(blob).metadata["encoding"])
+    assert set(encodings) == {b"binary/smyth-encrypted", b"binary/smyth-tree"}
 
     # A client without the key cannot read the result; with the wrong key it fails loudly.
     with pytest.raises(Exception, match=r"encoding|smyth-encrypted|decode"):

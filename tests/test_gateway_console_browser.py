@@ -134,12 +134,16 @@ def remember_the_prompt(request: ModelRequest) -> ModelResponse:
     return tool_call("remember", text=prompt or "", kind="fact")
 
 
-def edit_in_the_inbox_then_search_memory(driver: WebDriver, url: str, key: str) -> None:
+def edit_in_the_inbox_then_search_memory(
+    driver: WebDriver, url: str, key: str, workflow_id: str
+) -> None:
     """An approver halves the order in the inbox itself, then searches memory."""
     ARTIFACTS.mkdir(exist_ok=True)
     driver.get(f"{url}/console/")
     shown(driver, "#key").send_keys(key + Key.ENTER)
-    card = shown(driver, "#view article[data-request]")
+    # This run's card: other tests of the tenant may have left requests pending.
+    link = shown(driver, f'#view article[data-request] a[href="#/runs/{workflow_id}"]')
+    card = link.find_element(By.XPATH, "ancestor::article")
     assert "null" not in card.text  # the model gave no reason: nothing stands in for it
     card.find_element(By.CSS_SELECTOR, "details summary").click()  # "Edit arguments"
     arguments = card.find_element(By.CSS_SELECTOR, "textarea[name=arguments]")
@@ -150,7 +154,12 @@ def edit_in_the_inbox_then_search_memory(driver: WebDriver, url: str, key: str) 
     card.find_element(By.CSS_SELECTOR, "input[name=comment]").send_keys("half now")
     driver.save_screenshot(str(ARTIFACTS / "console-inbox-edit.png"))
     card.find_element(By.CSS_SELECTOR, "form.decide .approve").click()
-    text_in(driver, "#view .outcome", "approved by acme-approver: half now")
+    WebDriverWait(driver, WAIT).until(
+        lambda _: (
+            "approved by acme-approver: half now"
+            in card.find_element(By.CSS_SELECTOR, ".outcome").text
+        )
+    )
 
     shown(driver, 'nav a[href="#/memory"]').click()
     shown(driver, "#memory-q").send_keys("ACME earnings" + Key.ENTER)
@@ -185,7 +194,11 @@ async def test_an_approver_edits_in_the_inbox_and_searches_memory(
         workflow_id = started.json()["workflow_id"]
         await pending_approvals(running.http, keys)
         await asyncio.to_thread(
-            edit_in_the_inbox_then_search_memory, browser, running.url, keys.by_role["approver"]
+            edit_in_the_inbox_then_search_memory,
+            browser,
+            running.url,
+            keys.by_role["approver"],
+            workflow_id,
         )
         result = await running.http.get(
             f"/v1/runs/{workflow_id}/result", headers=keys.headers("viewer")

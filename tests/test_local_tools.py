@@ -23,7 +23,11 @@ from smyth_temporal import (
     tool_context,
 )
 from tests.agents import read_ledger, record
-from tests.test_crash_recovery import RESULT_TIMEOUT, Spawn, spawn, wait_for_entry
+
+# This module defines workflows, so the sandbox re-imports it; the crash tests' helpers
+# (and the testing package they import, with its HTTP servers) stay outside.
+with workflow.unsafe.imports_passed_through():
+    from tests.test_crash_recovery import RESULT_TIMEOUT, Spawn, spawn, wait_for_entry
 from tests.worker_process import RecoveryProbe
 
 __all__ = ["spawn"]  # the crash tests' fixture, shared

@@ -143,3 +143,17 @@ def test_wire_types_exports() -> None:
     for name in types.__all__:
         assert hasattr(types, name), name
     assert sorted(types.__all__) == sorted(set(types.__all__))
+
+
+def test_observability_exports() -> None:
+    import smyth_temporal.observability as observability
+
+    assert sorted(observability.__all__) == [
+        "AgentRunInterceptor",
+        "TRACER_NAME",
+        "configure_tracing",
+        "prometheus_runtime",
+        "tracing_interceptors",
+    ]
+    for name in observability.__all__:
+        assert hasattr(observability, name), name

@@ -167,4 +167,4 @@ async def test_gc_removes_only_what_no_history_needs(
     assert (await agents.result(handle.id)).output == "read it"
 
     stats = await asyncio.to_thread(smyth, "storage", "stats", env=settings)
-    assert stats.returncode == 0 and f"{len(referenced) + 1} payloads" in stats.stdout
+    assert stats.returncode == 0 and f"{len(referenced) + 1} files" in stats.stdout

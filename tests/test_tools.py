@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
+from temporalio.client import Client
+from temporalio.worker import Worker
 
 from smyth_temporal import AgentConfig, ConfigurationError, ToolDefinitionError, tool, tool_context
 from smyth_temporal.activities.tools import render_output, tool_activities
 from smyth_temporal.exceptions import ToolArgumentsError, UserError
+from tests import agents
+from tests.tool_identity import ToolIdentity
 
 
 class Order(BaseModel):
@@ -96,8 +102,11 @@ def test_empty_arguments_mean_an_empty_object() -> None:
 
 
 def test_definition_errors() -> None:
-    def not_async(x: int) -> int:
-        return x
+    def generator(x: int) -> Iterator[int]:
+        yield x
+
+    async def async_generator(x: int) -> AsyncIterator[int]:
+        yield x
 
     async def untyped(x):  # type: ignore[no-untyped-def]
         return x
@@ -105,8 +114,10 @@ def test_definition_errors() -> None:
     async def variadic(*args: int) -> None:
         return None
 
-    with pytest.raises(ToolDefinitionError, match="async"):
-        tool(not_async)  # type: ignore[arg-type]
+    with pytest.raises(ToolDefinitionError, match="generator"):
+        tool(generator)
+    with pytest.raises(ToolDefinitionError, match="generator"):
+        tool(async_generator)
     with pytest.raises(ToolDefinitionError, match="type hint"):
         tool(untyped)
     with pytest.raises(ToolDefinitionError, match="args"):
@@ -156,3 +167,34 @@ async def test_direct_call_and_context_outside_agents() -> None:
     assert await place_order(Order(symbol="ACME", quantity=2)) == "2 ACME low"
     with pytest.raises(UserError, match="only available inside a tool"):
         tool_context()
+
+
+async def test_a_plain_function_is_a_tool_run_in_a_thread() -> None:
+    @tool
+    def blocking_count(word: str) -> str:
+        """Count a word's letters, blocking.
+
+        Args:
+            word: The word.
+        """
+        return f"{len(word)} in {threading.current_thread().name}"
+
+    assert blocking_count.blocking and not place_order.blocking
+    assert blocking_count.schema()["function"]["parameters"]["properties"] == {
+        "word": {"description": "The word.", "title": "Word", "type": "string"}
+    }
+    counted = await blocking_count("ACME")
+    assert counted.startswith("4 in smyth-tool")
+
+
+async def test_a_sandboxed_run_reuses_the_workers_tools(client: Client, task_queue: str) -> None:
+    """The sandbox re-imports an agent's module per run; its tools are not built again."""
+    async with Worker(client, task_queue=task_queue, workflows=[ToolIdentity]):
+        seen = [
+            await client.execute_workflow(
+                ToolIdentity.run, id=f"tool-identity-{n}-{task_queue}", task_queue=task_queue
+            )
+            for n in range(2)
+        ]
+    expected = [id(agents.get_quote), id(agents.get_quote.arguments_model)]
+    assert seen == [expected, expected]

@@ -105,12 +105,35 @@ async def local_lookup(symbol: str, seconds: float = 2.0) -> str:
     return f"{symbol} looked up locally"
 
 
+@tool
+def blocking_lookup(symbol: str, seconds: float = 2.0, cpu_seconds: float = 0.0) -> str:
+    """A slow lookup that blocks (a plain ``def``, every option the SDK's default).
+
+    Args:
+        symbol: The ticker.
+        seconds: How long it sleeps (``time.sleep``, holding its thread).
+        cpu_seconds: How long it then spins the CPU in pure Python (holding the GIL
+            as much as the interpreter lets it).
+    """
+    context = tool_context()
+    record("blocking_lookup.start", symbol=symbol, key=context.idempotency_key)
+    time.sleep(seconds)
+    spin_until = time.monotonic() + cpu_seconds
+    spins = 0
+    while time.monotonic() < spin_until:
+        spins += 1
+    record("blocking_lookup", symbol=symbol, key=context.idempotency_key, spins=spins)
+    return f"{symbol} looked up, blocking"
+
+
 @workflow.defn
 class RecoveryProbe(AgentWorkflow):
     """The default loop, with slow tools of several heartbeat timeouts (for benchmarks)."""
 
     config = AgentConfig(
-        model="test-model", tools=[get_quote, *PROBE_TOOLS, local_lookup], max_steps=8
+        model="test-model",
+        tools=[get_quote, *PROBE_TOOLS, local_lookup, blocking_lookup],
+        max_steps=8,
     )
 
     @workflow.run
@@ -178,6 +201,33 @@ SCRIPTS: dict[str, Script] = {
         )
         for seconds in PROBE_HEARTBEATS
     },
+    # RecoveryProbe with the SDK's defaults: a quote, then a blocking (plain ``def``)
+    # call in flight at the kill, then another quote.
+    "crash-blocking": Script(
+        [
+            tool_call("get_quote", symbol="ACME"),
+            tool_call("blocking_lookup", symbol="ACME", seconds=SLOW_TOOL_SECONDS),
+            tool_call("get_quote", symbol="GLOBEX"),
+            tool_results,
+        ]
+    ),
+    # The same with a 2 s call, for the recovery bench.
+    "probe-default": Script(
+        [
+            tool_call("get_quote", symbol="ACME"),
+            tool_call("blocking_lookup", symbol="ACME", seconds=2.0),
+            tool_call("get_quote", symbol="GLOBEX"),
+            tool_results,
+        ]
+    ),
+    # RecoveryProbe: a healthy blocking call of 30 s (25 s asleep, 5 s of CPU), far
+    # past the default 2 s heartbeat timeout; nothing crashes.
+    "blocking-30s": Script(
+        [
+            tool_call("blocking_lookup", symbol="ACME", seconds=25.0, cpu_seconds=5.0),
+            tool_results,
+        ]
+    ),
     # RecoveryProbe: a quote, then a slow local tool call in flight at the kill.
     "crash-local": Script(
         [

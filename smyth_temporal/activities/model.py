@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal.activities._budget import BudgetGuard
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities._stream import streaming_deltas
+from smyth_temporal.activities._telemetry import model_called
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider
 from smyth_temporal.types.budget import PriceTable
@@ -72,6 +73,7 @@ class ModelActivities:
             output_tokens=response.usage.output_tokens,
             cost=cost,
         )
+        model_called(request, response)
         return response
 
     async def _call(self, request: ModelRequest, log: Any) -> ModelResponse:

@@ -6,7 +6,9 @@ timeouts, retry policy and metrics, and shows up by name in the Temporal UI.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any
 
 import pydantic
@@ -18,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal._redaction import redact, redact_value
 from smyth_temporal.activities._heartbeat import auto_heartbeat
+from smyth_temporal.activities._telemetry import tool_called
 from smyth_temporal.exceptions import (
     ConfigurationError,
     ToolArgumentsError,
@@ -91,9 +94,12 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
                 ToolArgumentsError(f"arguments no longer fit tool '{spec.name}': {exc}")
             ) from exc
         token = _current.set(context)
+        started, status = time.monotonic(), "error"
         try:
             async with auto_heartbeat():
-                value = await spec.fn(**kwargs)
+                # A plain ``def`` tool runs in a thread: the loop goes on heartbeating.
+                value = await spec(**kwargs)
+            status = "ok"
         except ApplicationError as exc:
             raise _masked(exc) from None
         except Exception as exc:
@@ -108,6 +114,8 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
             ) from None
         finally:
             _current.reset(token)
+            elapsed = timedelta(seconds=time.monotonic() - started)
+            tool_called(invocation, effect=spec.effect, elapsed=elapsed, outcome=status)
         outcome = render_output(value, spec.max_output_chars)
         log.info("tool.completed", chars=len(outcome.content), truncated=outcome.truncated)
         return outcome

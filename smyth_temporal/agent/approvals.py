@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import workflow
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal._telemetry import approval_decided, approval_requested
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import (
@@ -123,6 +124,7 @@ class Approvals:
         )
         self.requests[request.id] = request
         self._log.info("approval.requested", request_id=request.id, tool=spec.name)
+        approval_requested(spec.name)
         self._conversation.publish(ApprovalRequested(request=request.model_copy()))
         self._on_change()
         return request
@@ -168,6 +170,7 @@ class Approvals:
         if request.on_timeout == "fail":
             request.status = "expired"
             request.decided_at = self._clock()
+            approval_decided(request.tool, "expired", request.decided_at - request.requested_at)
             self._conversation.publish(ApprovalExpired(request=request.model_copy()))
             self._conversation.status = "failed"
             raise ApprovalExpiredError(
@@ -207,6 +210,7 @@ class Approvals:
             by=decision.by,
             edited=decision.arguments is not None,
         )
+        approval_decided(request.tool, request.status, request.decided_at - request.requested_at)
         event = ApprovalExpired if request.status == "expired" else ApprovalDecided
         self._conversation.publish(event(request=request.model_copy()))
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
@@ -29,7 +30,7 @@ from smyth_temporal.types.budget import (
     BudgetSummary,
 )
 
-__all__ = ["BudgetState", "TenantBudget"]
+__all__ = ["BudgetState", "TenantBudget", "VersionedTenantBudget"]
 
 UPDATES_PER_RUN = 500
 """Updates a run takes before it continues as new (history stays small)."""
@@ -164,3 +165,18 @@ class TenantBudget:
                     f"({left:.4f} left)"
                 )
         return ""
+
+
+# A budget lives for months: pinned to the build that started it (what versioned workers
+# do by default), it would stall every model call of its tenant once that build's
+# workers are retired. On versioned workers it moves to the current build instead; its
+# code is a small state machine over updates, kept compatible. (The server refuses a
+# versioning behavior from an unversioned worker, hence a class of its own.)
+@workflow.defn(name=BUDGET_WORKFLOW, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+class VersionedTenantBudget(TenantBudget):
+    """``TenantBudget`` for workers of a Worker Deployment: it follows the current build."""
+
+    @workflow.run
+    async def run(self, state: BudgetState) -> None:
+        """As ``TenantBudget.run``."""
+        await super().run(state)

@@ -13,6 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal._telemetry import compacted
 from smyth_temporal.agent._commands import call_model
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
@@ -114,6 +115,7 @@ class Compactor:
             tokens_after=compaction.tokens_after,
             fallback=compaction.fallback,
         )
+        compacted(self._tenant(), fallback=compaction.fallback)
         self._conversation.publish(CompactionDone(compaction=compaction))
         return compaction
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from smyth_temporal.types.agent import AgentStatus
 from smyth_temporal.types.events import AgentEvent, MessageCompleted, StatusChanged
 from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.versions import StepVersions
 
 __all__ = ["Conversation", "unique_call_ids"]
 
@@ -34,6 +35,8 @@ class Conversation:
         """The final answer, once the run finished."""
         self.pending: dict[str, ToolCall] = {}
         """Tool calls running now, by call id."""
+        self.versions: list[StepVersions] = []
+        """What the model steps ran with, one entry per change (``AgentState.versions``)."""
         self.publish: Callable[[AgentEvent], None] = lambda event: None
         """Where the conversation's events go (the run's event stream, once wired)."""
 

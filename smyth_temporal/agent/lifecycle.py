@@ -3,7 +3,9 @@
 Workflow code. A weeks-long agent lives in a chain of runs under one workflow id:
 ``Lifecycle`` decides when to continue as new (Temporal's suggestion or the agent's
 step budget per run), only at a safe point (no handler running), and builds the
-``AgentCheckpoint`` the next run restores from, before any handler of its runs.
+``AgentCheckpoint`` the next run restores from, before any handler of its runs. On
+versioned workers (``smyth worker --deployment``) the next run starts on the
+deployment's current version: continue-as-new is where a pinned agent moves to new code.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, NoReturn
 from temporalio import workflow
 
 from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal._telemetry import continued_as_new
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig
@@ -105,7 +108,14 @@ class Lifecycle:
             generation=checkpoint.generation,
             messages=len(checkpoint.messages),
         )
-        workflow.continue_as_new(input.model_copy(update={"checkpoint": checkpoint}))
+        continued_as_new()
+        # On versioned workers a run is pinned to the build that started it; the next
+        # run starts on the deployment's current version instead, so the checkpoint is
+        # where a weeks-long agent moves to new code. (No effect without versioning.)
+        workflow.continue_as_new(
+            input.model_copy(update={"checkpoint": checkpoint}),
+            initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
+        )
 
     def checkpoint(self) -> AgentCheckpoint:
         """The state the next run starts from (see ``AgentCheckpoint``)."""
@@ -121,6 +131,7 @@ class Lifecycle:
             data=self._data(),
             session_messages=self._inbox.received,
             delegations=self._delegation.count,
+            versions=conversation.versions,
         )
 
     def snapshot(self, input: AgentInput | None) -> AgentState:
@@ -146,6 +157,7 @@ class Lifecycle:
             compactions=self._compactor.records,
             generation=self.generation,
             data=self._data(),
+            versions=conversation.versions,
         )
 
     def restore(self, checkpoint: AgentCheckpoint) -> dict[str, Any]:
@@ -154,6 +166,7 @@ class Lifecycle:
         conversation.messages = list(checkpoint.messages)
         conversation.step = self.run_start_step = checkpoint.step
         conversation.usage = checkpoint.usage
+        conversation.versions = list(checkpoint.versions)
         self._approvals.restore(checkpoint.approvals)
         self._compactor.restore(checkpoint.compactions, checkpoint.compaction_count)
         self.generation = checkpoint.generation

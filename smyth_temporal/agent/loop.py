@@ -22,6 +22,7 @@ from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
 from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.interrupts import Interrupts
+from smyth_temporal.agent.versions import record_versions, step_versions
 from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
@@ -88,7 +89,11 @@ class Loop:
             stream_id=message_id if config.stream else None,
             tenant=self._tenant(),
         )
-        events.publish(TurnStarted(step=request.step, message_id=message_id))
+        versions = step_versions(
+            request.step, instructions=config.instructions, model=config.model, tools=tools
+        )
+        conversation.versions = record_versions(conversation.versions, versions)
+        events.publish(TurnStarted(step=request.step, message_id=message_id, versions=versions))
         conversation.status = "thinking"
         call = start_model(config, request, summary=f"model turn {request.step}")
         await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())

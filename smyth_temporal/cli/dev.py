@@ -21,6 +21,7 @@ from smyth_temporal.cli._common import (
     run,
     status,
 )
+from smyth_temporal.clients._deployment import deployment_version
 from smyth_temporal.devserver import (
     DEFAULT_DEV_PORT,
     DEFAULT_STATE_DIR,
@@ -29,7 +30,7 @@ from smyth_temporal.devserver import (
     is_reachable,
     split_address,
 )
-from smyth_temporal.exceptions import ClientError
+from smyth_temporal.exceptions import ClientError, ConfigurationError
 from smyth_temporal.mcp import parse_server
 from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
 from smyth_temporal.settings import ENVIRONMENT_ENV, current_environment, environment_namespace
@@ -42,6 +43,9 @@ from smyth_temporal.worker import (
 )
 
 __all__ = ["app"]
+
+DEPLOYMENT_ENV = "SMYTH_DEPLOYMENT"
+BUILD_ID_ENV = "SMYTH_BUILD_ID"
 
 app = typer.Typer()
 
@@ -218,9 +222,52 @@ def worker(
             "else the names its tools and MCP servers declare)",
         ),
     ] = None,
+    deployment: Annotated[
+        str | None,
+        typer.Option(
+            "--deployment",
+            envvar=DEPLOYMENT_ENV,
+            show_envvar=False,
+            metavar="NAME",
+            help="serve as a version of this Temporal Worker Deployment (with --build-id): "
+            f"agent runs stay pinned to the build that started them ({DEPLOYMENT_ENV})",
+        ),
+    ] = None,
+    build_id: Annotated[
+        str | None,
+        typer.Option(
+            "--build-id",
+            envvar=BUILD_ID_ENV,
+            show_envvar=False,
+            metavar="ID",
+            help=f"this build's id in the deployment, e.g. a git sha ({BUILD_ID_ENV})",
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            envvar="SMYTH_METRICS_ADDRESS",
+            show_envvar=False,
+            metavar="HOST:PORT",
+            help="serve Prometheus metrics (Temporal's and smyth's) at http://HOST:PORT/metrics "
+            "(SMYTH_METRICS_ADDRESS)",
+        ),
+    ] = None,
+    tracing: Annotated[
+        bool,
+        typer.Option(
+            "--tracing",
+            envvar="SMYTH_TRACING",
+            show_envvar=False,
+            help="send OpenTelemetry spans over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT "
+            "(default http://localhost:4318; needs the otel extra) (SMYTH_TRACING)",
+        ),
+    ] = False,
 ) -> None:
     """Serve agent classes."""
     settings = options.settings()
+    version = deployment_version(deployment, build_id)
     secrets = _secrets(secrets_file, allow_secret)
     classes = load_agents(agents)
     provider = load_model_provider(model)
@@ -233,8 +280,21 @@ def worker(
             max_cached_workflows=max_cached_workflows,
             mcp_servers=servers,
             secrets=secrets,
+            deployment=version,
+            metrics=metrics,
+            tracing=_tracing(tracing),
         )
     )
+
+
+def _tracing(enabled: bool) -> bool:
+    if enabled:
+        try:
+            from smyth_temporal.observability import configure_tracing
+        except ImportError as exc:
+            raise ConfigurationError(str(exc)) from None
+        configure_tracing("smyth-worker")
+    return enabled
 
 
 def _secrets(secrets_file: Path | None, allow: list[str] | None) -> Secrets:

@@ -6,7 +6,8 @@ printing: ``dev`` (``dev``, ``worker``), ``runs`` (``run``, ``state``, ``result`
 ``limits`` and ``budget`` (model-call rates and spending), ``approvals``
 (``approvals``, ``approve``, ``reject``), ``memory`` (``memory search``, ``list``,
 ``forget``, ``undo-run``),
-``sessions`` (``send``, ``chat``), ``schedules`` (``schedule create``, ``list``,
+``sessions`` (``send``, ``chat``), ``deploy`` (``verify-deploy``), ``schedules``
+(``schedule create``, ``list``,
 ``describe``, ``pause``, ``resume``, ``trigger``, ``delete``) and ``demo``. They share
 ``_common`` (options, running, errors), ``_output`` (how things are shown) and
 ``_live`` (text shown as a model writes it).
@@ -42,6 +43,7 @@ from smyth_temporal.cli import (
     budget,
     codec,
     demo,
+    deploy,
     dev,
     keys,
     limits,
@@ -87,6 +89,7 @@ app.add_typer(mcp.app, name="mcp")
 app.add_typer(codec.app)
 app.add_typer(storage.app, name="storage")
 app.add_typer(demo.app)
+app.add_typer(deploy.app)
 
 
 def _version(shown: bool) -> None:

@@ -52,12 +52,31 @@ def _size(count: int) -> str:
     return f"{size:.1f} GiB"
 
 
-@app.command("stats", help="How many payloads the store holds, and their size.")
+@app.command(
+    "stats",
+    help="The store's size, its whole and chunked payloads, and how much their chunks are "
+    "shared (each counted once however many payloads contain it).",
+)
 def stats() -> None:
-    """Print the store's size."""
+    """Print the store's size and reference counts."""
     root = _store_root()
     found = store_stats(root)
-    print(f"{root}: {found.files:,} payloads, {_size(found.bytes)}")
+    print(
+        f"{root}: {found.files:,} files, {_size(found.bytes)} ({_size(found.disk_bytes)} on disk)"
+    )
+    print(f"  whole payloads    {found.whole:,} ({_size(found.whole_bytes)})")
+    print(
+        f"  chunked payloads  {found.roots:,}, over {found.chunks:,} chunks "
+        f"({_size(found.chunk_bytes)}) and {found.nodes:,} inner nodes"
+    )
+    print(
+        f"  shared chunks     {found.shared_chunks:,} in more than one payload "
+        f"(at most {found.max_chunk_refs:,})"
+    )
+    print(
+        f"  logical size      {_size(found.logical_bytes)} stored whole: "
+        f"dedup ratio {found.dedup_ratio:.1f}x"
+    )
 
 
 @command(

@@ -13,6 +13,8 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 
+from smyth_temporal.storage._defaults import with_chunk_codec
+
 __all__ = ["PayloadTranslator"]
 
 
@@ -27,7 +29,8 @@ class PayloadTranslator:
 
     def __init__(self, codec: PayloadCodec | None, storage: ExternalStorage | None) -> None:
         self._codec = codec
-        self._storage = storage
+        # The store's chunks are sealed one by one with the same codec.
+        self._storage = storage if storage is None else with_chunk_codec(storage, codec)
 
     def _converter(self, namespace: str | None) -> DataConverter:
         codec = self._codec

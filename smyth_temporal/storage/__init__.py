@@ -7,6 +7,10 @@ to a store and history keeps a small reference; ``SmythPlugin`` sets it up.
 
 - ``ContentAddressedFileDriver``: payloads as files named by their SHA-256, each
   distinct payload stored once (the embedded default, under ``.smyth/payloads``).
+  Since 0.5.0 a conversation is stored as chunks shared between turns (one per
+  message, roughly) under a small tree of digests, so the store grows with the new
+  messages of a turn, not with the whole conversation again; payloads stored whole by
+  earlier versions still read.
 - ``default_payload_storage()``: that driver, configured from ``SMYTH_PAYLOAD_STORAGE``,
   ``SMYTH_PAYLOAD_PATH`` and ``SMYTH_PAYLOAD_THRESHOLD``.
 - Across machines, pass temporalio's S3 driver (``temporalio.contrib.aws.s3driver``) in

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
-from temporalio.converter import ExternalStorage
+from temporalio.converter import ExternalStorage, PayloadCodec
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._driver import ContentAddressedFileDriver
 
-__all__ = ["DEFAULT_PAYLOAD_PATH", "DEFAULT_PAYLOAD_THRESHOLD", "default_payload_storage"]
+__all__ = [
+    "DEFAULT_PAYLOAD_PATH",
+    "DEFAULT_PAYLOAD_THRESHOLD",
+    "default_payload_storage",
+    "with_chunk_codec",
+]
 
 DEFAULT_PAYLOAD_PATH = Path(".smyth/payloads")
 """Where the content-addressed payload store lives (``SMYTH_PAYLOAD_PATH``).
@@ -47,13 +53,15 @@ def default_payload_storage() -> ExternalStorage | None:
     ``SMYTH_PAYLOAD_PATH`` moves the store (relative paths are taken from the current
     directory, now), and an environment (``SMYTH_ENV``) gets its own directory in it;
     ``SMYTH_PAYLOAD_THRESHOLD`` is the size in bytes from which a payload is stored
-    (default ``DEFAULT_PAYLOAD_THRESHOLD``).
+    (default ``DEFAULT_PAYLOAD_THRESHOLD``); ``SMYTH_PAYLOAD_CHUNKS=off`` stores every
+    payload whole, the layout before 0.5.0, which workers older than 0.5.0 can read
+    (keep it off until every worker and client has 0.5.0, then turn it on).
 
     Raises:
-        ConfigurationError: ``SMYTH_PAYLOAD_STORAGE`` or ``SMYTH_PAYLOAD_THRESHOLD``
-            has a value that means nothing.
+        ConfigurationError: ``SMYTH_PAYLOAD_STORAGE``, ``SMYTH_PAYLOAD_THRESHOLD`` or
+            ``SMYTH_PAYLOAD_CHUNKS`` has a value that means nothing.
 
-    Added in 0.2.0.
+    Added in 0.2.0. Changed in 0.5.0: ``SMYTH_PAYLOAD_CHUNKS``.
     """
     setting = os.environ.get("SMYTH_PAYLOAD_STORAGE", "on").strip().lower()
     if setting in _OFF:
@@ -73,6 +81,29 @@ def default_payload_storage() -> ExternalStorage | None:
         raise ConfigurationError(
             f"SMYTH_PAYLOAD_THRESHOLD must be a number of bytes (0 or more), not {raw!r}"
         )
-    return ExternalStorage(
-        drivers=[ContentAddressedFileDriver(path)], payload_size_threshold=threshold
-    )
+    chunks = os.environ.get("SMYTH_PAYLOAD_CHUNKS", "on").strip().lower()
+    if chunks not in _ON | _OFF or chunks == "fs":
+        raise ConfigurationError(f"SMYTH_PAYLOAD_CHUNKS must be 'on' or 'off', not {chunks!r}")
+    driver = ContentAddressedFileDriver(path, chunked=chunks not in _OFF)
+    return ExternalStorage(drivers=[driver], payload_size_threshold=threshold)
+
+
+def with_chunk_codec(storage: ExternalStorage, codec: PayloadCodec | None) -> ExternalStorage:
+    """``storage`` whose file drivers seal chunks with the data converter's ``codec``.
+
+    Temporalio seals a payload before the store sees it; the chunked layout opens it
+    and seals each chunk with the same codec (see ``ContentAddressedFileDriver``).
+    Returned unchanged without a codec, when the drivers already have one, or when a
+    ``driver_selector`` picks drivers (it names the instances it was given).
+    """
+    if codec is None or storage.driver_selector is not None:
+        return storage
+    drivers = [
+        driver.with_codec(codec)
+        if isinstance(driver, ContentAddressedFileDriver) and driver.codec is None
+        else driver
+        for driver in storage.drivers
+    ]
+    if all(new is old for new, old in zip(drivers, storage.drivers, strict=True)):
+        return storage
+    return dataclasses.replace(storage, drivers=drivers)

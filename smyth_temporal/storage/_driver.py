@@ -13,6 +13,7 @@ from pathlib import Path
 
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import (
+    PayloadCodec,
     StorageDriver,
     StorageDriverClaim,
     StorageDriverRetrieveContext,
@@ -21,6 +22,7 @@ from temporalio.converter import (
 
 from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.storage._chunked import DEFAULT_CACHE_BYTES, ChunkedLayout
 
 __all__ = ["DRIVER_NAME", "ContentAddressedFileDriver"]
 
@@ -43,6 +45,15 @@ class ContentAddressedFileDriver(StorageDriver):
     File I/O runs in a thread, off the event loop. On read the bytes are checked
     against the digest.
 
+    Chunked layout (the default, ``chunked=True``): a payload with content-defined cut
+    points (a conversation, a tool result) is stored as chunks and tree nodes, and its
+    reference names the tree's root. Consecutive turns of a conversation share their
+    chunks, so the store grows with the new messages instead of with the whole
+    conversation each turn. Other payloads, and every reference written before, are
+    stored and read whole as they always were. With ``codec`` (``SmythPlugin`` sets the
+    encryption codec), each chunk is sealed on its own, so the store still holds
+    ciphertext only.
+
     Every client and worker that sees these references must read the same ``root``
     (one machine, or a shared volume); across machines use an object store such as
     temporalio's S3 driver.
@@ -55,10 +66,18 @@ class ContentAddressedFileDriver(StorageDriver):
     client = await Client.connect("localhost:7233", plugins=[SmythPlugin(payload_storage=storage)])
     ```
 
-    Added in 0.2.0.
+    Added in 0.2.0. Changed in 0.5.0: the chunked layout, ``chunked``, ``codec``.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, name: str = DRIVER_NAME) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        name: str = DRIVER_NAME,
+        chunked: bool = True,
+        codec: PayloadCodec | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         """Create the driver; nothing is touched on disk until the first store.
 
         Args:
@@ -66,10 +85,20 @@ class ContentAddressedFileDriver(StorageDriver):
                 not move it).
             name: The driver's name in references. Change it only to register several
                 file drivers in one ``ExternalStorage``.
+            chunked: Store payloads with cut points as shared chunks (see above);
+                ``False`` stores every payload whole (the layout before 0.5.0). Either
+                way, both layouts are read.
+            codec: The data converter's encryption codec, so chunks are sealed one by
+                one (``SmythPlugin`` passes it; see ``with_codec``).
+            cache_bytes: Chunk bytes kept in memory to read conversations back.
         """
         self._root = Path(root).expanduser().absolute()
         self._name = name
         self._root_ready = False
+        self._chunked = chunked
+        self._codec = codec
+        self._cache_bytes = cache_bytes
+        self._layout = ChunkedLayout(self, codec, cache_bytes=cache_bytes)
 
     @property
     def root(self) -> Path:
@@ -85,6 +114,27 @@ class ContentAddressedFileDriver(StorageDriver):
         Added in 0.2.0.
         """
         return self._name
+
+    @property
+    def codec(self) -> PayloadCodec | None:
+        """The codec chunks are sealed with, if any.
+
+        Added in 0.5.0.
+        """
+        return self._codec
+
+    def with_codec(self, codec: PayloadCodec | None) -> ContentAddressedFileDriver:
+        """This driver (same store, name and layout) sealing chunks with ``codec``.
+
+        Added in 0.5.0.
+        """
+        return ContentAddressedFileDriver(
+            self._root,
+            name=self._name,
+            chunked=self._chunked,
+            codec=codec,
+            cache_bytes=self._cache_bytes,
+        )
 
     def path_for(self, digest: str) -> Path:
         """Where the payload with this SHA-256 hex digest lives.
@@ -103,11 +153,21 @@ class ContentAddressedFileDriver(StorageDriver):
     ) -> list[StorageDriverClaim]:
         """Write the payloads that are not in the store yet; one claim per payload.
 
+        A claim names the payload's file, or, chunked, its tree's root.
+
         Added in 0.2.0.
         """
-        blobs = [payload.SerializeToString(deterministic=True) for payload in payloads]
-        digests = [hashlib.sha256(blob).hexdigest() for blob in blobs]
-        await asyncio.to_thread(self._write_all, list(zip(digests, blobs, strict=True)))
+        digests: list[str] = []
+        whole: list[tuple[str, bytes]] = []
+        for payload in payloads:
+            root = await self._layout.store(context, payload) if self._chunked else None
+            if root is None:  # no cut points (or chunks off): the payload as one file
+                blob = payload.SerializeToString(deterministic=True)
+                root = hashlib.sha256(blob).hexdigest()
+                whole.append((root, blob))
+            digests.append(root)
+        if whole:
+            await asyncio.to_thread(self._write_all, whole)
         return [StorageDriverClaim(claim_data={_CLAIM_KEY: digest}) for digest in digests]
 
     async def retrieve(
@@ -124,13 +184,7 @@ class ContentAddressedFileDriver(StorageDriver):
         Added in 0.2.0.
         """
         digests = [self._digest(claim) for claim in claims]
-        blobs = await asyncio.to_thread(self._read_all, digests)
-        payloads = []
-        for blob in blobs:
-            payload = Payload()
-            payload.ParseFromString(blob)
-            payloads.append(payload)
-        return payloads
+        return [await self._layout.read(digest) for digest in digests]
 
     def _digest(self, claim: StorageDriverClaim) -> str:
         digest = claim.claim_data.get(_CLAIM_KEY, "")
@@ -142,12 +196,42 @@ class ContentAddressedFileDriver(StorageDriver):
         return digest
 
     def _write_all(self, items: list[tuple[str, bytes]]) -> None:
+        for digest, blob in items:
+            self.write_object(digest, blob)
+
+    def write_object(self, digest: str, blob: bytes) -> None:
+        """Store ``blob`` under ``digest`` unless it is there (blocking).
+
+        Added in 0.5.0.
+        """
         if not self._root_ready:
             # Owner-only, whatever the umask: the store holds conversations.
             private_dir(self._root)
             self._root_ready = True
-        for digest, blob in items:
-            self._write(self._checked(self.path_for(digest)), blob)
+        self._write(self._checked(self.path_for(digest)), blob)
+
+    def has_object(self, digest: str) -> bool:
+        """Whether ``digest`` is stored; if so its time is refreshed, as storing it would.
+
+        Added in 0.5.0.
+        """
+        path = self._checked(self.path_for(digest))
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read_object(self, digest: str) -> bytes:
+        """The bytes stored under ``digest``, checked against it (blocking).
+
+        Raises:
+            ConfigurationError: The file is missing.
+            ValueError: The bytes do not match the digest.
+
+        Added in 0.5.0.
+        """
+        return self._read(digest)
 
     def _checked(self, path: Path) -> Path:
         """``path``, after making sure no symlink leads it out of the store."""
@@ -187,9 +271,6 @@ class ContentAddressedFileDriver(StorageDriver):
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-
-    def _read_all(self, digests: list[str]) -> list[bytes]:
-        return [self._read(digest) for digest in digests]
 
     def _read(self, digest: str) -> bytes:
         path = self._checked(self.path_for(digest))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from smyth_temporal.storage._inventory import read_inventory, store_files
+
 __all__ = ["GcReport", "StoreStats", "collect_garbage", "store_files", "store_stats"]
 
-_SHARD = re.compile(r"^[0-9a-f]{2}$")
-_FILE = re.compile(r"^[0-9a-f]{64}$")
 _TEMPORARY = re.compile(r"^\..*\.tmp$")
 
 
@@ -21,13 +21,38 @@ _TEMPORARY = re.compile(r"^\..*\.tmp$")
 class StoreStats:
     """What is in a store.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.5.0: the chunked layout's counts.
     """
 
     files: int
-    """Stored payloads."""
+    """Stored objects (whole payloads, chunks and tree nodes)."""
     bytes: int
     """Their total size."""
+    disk_bytes: int = 0
+    """What they take on disk (whole blocks)."""
+    whole: int = 0
+    """Payloads stored whole (the layout before 0.5.0, and payloads without cut points)."""
+    whole_bytes: int = 0
+    """Their size."""
+    roots: int = 0
+    """Chunked payloads (tree roots: what references point at)."""
+    nodes: int = 0
+    """Inner tree nodes."""
+    chunks: int = 0
+    """Chunk files."""
+    chunk_bytes: int = 0
+    """Their size."""
+    shared_chunks: int = 0
+    """Chunks that more than one chunked payload contains."""
+    max_chunk_refs: int = 0
+    """The most chunked payloads any one chunk is part of."""
+    logical_bytes: int = 0
+    """What the payloads would take stored whole: whole payloads and every root's size."""
+
+    @property
+    def dedup_ratio(self) -> float:
+        """Logical bytes per stored byte (1.0 for an empty store)."""
+        return self.logical_bytes / self.bytes if self.bytes else 1.0
 
 
 @dataclass
@@ -42,34 +67,41 @@ class GcReport:
     freed_bytes: int = 0
     """Their total size."""
     kept_referenced: int = 0
-    """Files a retained history or schedule refers to."""
+    """Files a retained history or schedule refers to, or that a referenced tree reaches."""
     kept_recent: int = 0
-    """Unreferenced files younger than the threshold (possibly about to be referenced)."""
-
-
-def store_files(root: Path) -> Iterator[tuple[str, Path]]:
-    """Every stored payload's digest and path (``<root>/<2 hex>/<64 hex>``); links skipped."""
-    if not root.is_dir():
-        return
-    for shard in sorted(root.iterdir()):
-        if not _SHARD.match(shard.name) or shard.is_symlink() or not shard.is_dir():
-            continue
-        for file in sorted(shard.iterdir()):
-            if (
-                _FILE.match(file.name)
-                and file.name.startswith(shard.name)
-                and not file.is_symlink()
-            ):
-                yield file.name, file
+    """Unreferenced files younger than the threshold (possibly about to be referenced),
+    and what their trees reach."""
 
 
 def store_stats(root: Path) -> StoreStats:
-    """How many payloads the store holds, and their size.
+    """How many objects the store holds, their size, and how much chunks are shared.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.5.0: chunk, node and reference counts.
     """
-    sizes = [path.stat().st_size for _, path in store_files(root)]
-    return StoreStats(files=len(sizes), bytes=sum(sizes))
+    inventory = read_inventory(root)
+    roots = {d: n for d, n in inventory.nodes.items() if n.root}
+    refs: Counter[str] = Counter()
+    for digest in roots:
+        refs.update(inventory.reachable([digest]))
+    in_trees = set(refs)
+    chunks = [d for d in in_trees if d not in inventory.nodes]
+    whole = [d for d in inventory.files if d not in in_trees and d not in inventory.nodes]
+    files = inventory.files.values()
+    return StoreStats(
+        files=len(inventory.files),
+        bytes=sum(f.size for f in files),
+        disk_bytes=sum(f.disk for f in files),
+        whole=len(whole),
+        whole_bytes=sum(inventory.files[d].size for d in whole),
+        roots=len(roots),
+        nodes=len(inventory.nodes) - len(roots),
+        chunks=len(chunks),
+        chunk_bytes=sum(inventory.files[d].size for d in chunks),
+        shared_chunks=sum(1 for d in chunks if refs[d] > 1),
+        max_chunk_refs=max((refs[d] for d in chunks), default=0),
+        logical_bytes=sum(inventory.files[d].size for d in whole)
+        + sum(n.size for n in roots.values()),
+    )
 
 
 def collect_garbage(
@@ -77,27 +109,35 @@ def collect_garbage(
 ) -> GcReport:
     """Remove the files no reference needs and nobody wrote or stored again lately.
 
-    A file goes only if both hold: its digest is not in ``referenced`` (every digest
-    the retained histories and schedules refer to) and it was last written or stored
-    again more than ``older_than`` ago. The age protects a payload written by an
-    activity whose result is not in history yet. Leftover temporary files of crashed
-    writers older than the threshold go too.
+    A file is kept if a reference needs it: its digest is in ``referenced`` (every
+    digest the retained histories and schedules refer to), or a referenced tree
+    (chunked payload) reaches it. It is kept too if it, or a tree node that reaches
+    it, was last written or stored again less than ``older_than`` ago: that protects
+    a payload written by an activity whose result is not in history yet, with its
+    chunks. Everything else goes, tree nodes before the chunks below them (a stored
+    node always means a whole subtree, which writers rely on). Leftover temporary
+    files of crashed writers older than the threshold go too.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.5.0: the chunked layout's trees.
     """
     report = GcReport()
     cutoff = time.time() - older_than.total_seconds()
-    for digest, path in store_files(root):
-        info = path.stat()
-        if digest in referenced:
-            report.kept_referenced += 1
-        elif info.st_mtime > cutoff:
-            report.kept_recent += 1
-        else:
-            report.removed.append(digest)
-            report.freed_bytes += info.st_size
-            if not dry_run:
-                path.unlink(missing_ok=True)
+    inventory = read_inventory(root)
+    needed = inventory.reachable(referenced)
+    young = [d for d, f in inventory.files.items() if f.mtime > cutoff]
+    recent = inventory.reachable(young) - needed
+    report.kept_referenced = len(needed)
+    report.kept_recent = len(recent)
+    garbage = [d for d in inventory.files if d not in needed and d not in recent]
+    # Parents before children (a node's level is one more than its children's), so a
+    # crash halfway never leaves a node whose subtree is incomplete.
+    garbage.sort(key=lambda d: -1 - inventory.nodes[d].level if d in inventory.nodes else 0)
+    for digest in garbage:
+        stored = inventory.files[digest]
+        report.removed.append(digest)
+        report.freed_bytes += stored.size
+        if not dry_run:
+            stored.path.unlink(missing_ok=True)
     if not dry_run:
         for shard in root.glob("??"):
             for stale in shard.iterdir() if shard.is_dir() and not shard.is_symlink() else ():

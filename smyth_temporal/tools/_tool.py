@@ -7,6 +7,9 @@ worker ever calls the function (in ``_activity.py``).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -18,6 +21,7 @@ from datetime import timedelta
 from typing import Any, cast, get_type_hints, overload
 
 import pydantic
+from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
@@ -30,19 +34,24 @@ __all__ = [
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "LOCAL_TOOL_MAX_TIMEOUT",
+    "TOOL_THREADS",
     "ApprovalPolicy",
     "Tool",
+    "run_blocking",
     "tool",
 ]
 
 DEFAULT_TOOL_TIMEOUT = timedelta(minutes=5)
 """How long one attempt of a tool may run (activity start-to-close timeout)."""
 
-DEFAULT_TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=5)
+DEFAULT_TOOL_HEARTBEAT_TIMEOUT = timedelta(seconds=2)
 """How soon a tool attempt on a crashed worker is retried elsewhere.
 
-Tool activities heartbeat automatically while the function runs, so this bounds
-crash recovery without bounding how long a tool may take.
+Tool activities heartbeat automatically (every half second) while the function runs,
+and a plain ``def`` tool runs in a thread, so this bounds crash recovery without
+bounding how long a tool may take. An ``async def`` tool must not block its event loop
+for this long (``time.sleep``, CPU work): that stops the heartbeats of every activity
+on the worker, and the server re-runs them. Changed in 0.5.0: 2 s (was 5 s).
 """
 
 DEFAULT_TOOL_MAX_OUTPUT_CHARS = 20_000
@@ -53,13 +62,17 @@ payload limit (2 MiB), past which a result fails with a *retryable* error foreve
 """
 
 _DEFAULT_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
+    # The first retry is the re-run of an attempt lost with its worker: a quarter of a
+    # second, so recovery is not a second slower than it needs to be. The steeper
+    # backoff keeps the whole budget near what it was (about 10 s over 5 attempts).
+    initial_interval=timedelta(milliseconds=250),
+    backoff_coefficient=3.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=5,
 )
 
-ToolFunction = Callable[..., Awaitable[Any]]
+ToolFunction = Callable[..., Awaitable[Any]] | Callable[..., Any]
+"""An ``async def`` function, or (added in 0.5.0) a plain ``def`` one run in a thread."""
 
 LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=10)
 """A ``read_only`` tool whose ``timeout`` is at most this runs as a local activity unless
@@ -84,7 +97,7 @@ class Tool:
     """
 
     fn: ToolFunction
-    """The decorated async function."""
+    """The decorated function (``async def``, or a plain ``def`` run in a thread)."""
     name: str
     """The name the model calls the tool by; also the stable part of its activity name."""
     description: str
@@ -200,9 +213,57 @@ class Tool:
         parsed = self.arguments_model.model_validate(dict(arguments))
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
+    @property
+    def blocking(self) -> bool:
+        """Whether the function is a plain ``def``, run in a thread.
+
+        A call that blocks (I/O without ``await``, CPU work) then leaves the event loop
+        free to heartbeat. Added in 0.5.0.
+        """
+        return not inspect.iscoroutinefunction(self.fn)
+
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the function directly, outside any agent."""
+        """Call the function directly, outside any agent (a plain ``def`` in a thread)."""
+        if self.blocking:
+            return await run_blocking(self.fn, *args, **kwargs)
         return await self.fn(*args, **kwargs)
+
+
+async def run_blocking(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a plain function in a worker thread and wait for it, context variables and all.
+
+    ``tool_context()`` (a context variable) reads the same in the thread. The thread
+    cannot be interrupted: if the activity is cancelled, the call runs on to its end
+    and its result is dropped.
+
+    Added in 0.5.0.
+    """
+    context = contextvars.copy_context()
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _blocking_executor(), functools.partial(context.run, fn, *args, **kwargs)
+    )
+
+
+TOOL_THREADS = 100
+"""Threads that run plain ``def`` tools in one worker process (as many as temporalio's
+default ``max_concurrent_activities``, so a call never waits for a thread). Added in 0.5.0."""
+
+_executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _blocking_executor() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's thread pool for plain ``def`` tools, made at its first use.
+
+    Not asyncio's default executor: that one has ``cpu_count + 4`` threads (6 on two
+    cores), so a few slow blocking tools would hold up every other one.
+    """
+    global _executor
+    if _executor is None:
+        _executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=TOOL_THREADS, thread_name_prefix="smyth-tool"
+        )
+    return _executor
 
 
 @overload
@@ -246,12 +307,15 @@ def tool(
     secrets: Sequence[str] = (),
     local: bool | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
-    """Turn an async function into a tool the model can call.
+    """Turn a function into a tool the model can call.
 
     The name defaults to the function's name, the description to the docstring's
     summary, and the JSON schema comes from the type hints (parameter descriptions from
     a Google-style ``Args:`` section). Every call runs as its own activity, named
     ``smyth.tool.<name>``; inside it, ``tool_context()`` gives the call's idempotency key.
+    An ``async def`` function runs on the worker's event loop; a plain ``def`` one runs
+    in a thread (``TOOL_THREADS`` of them per worker process), so a tool that blocks
+    keeps heartbeating.
 
     Args:
         fn: The function, when used as a bare ``@tool``.
@@ -259,8 +323,9 @@ def tool(
         description: What the model is told the tool does.
         effect: ``read_only`` (default), ``idempotent`` or ``side_effect``; see ``ToolEffect``.
         timeout: Start-to-close timeout of one attempt (default 5 minutes).
-        heartbeat_timeout: How soon an attempt on a crashed worker is retried (default 5 s).
-        retry: Retry policy; the default retries 5 times with exponential backoff.
+        heartbeat_timeout: How soon an attempt on a crashed worker is retried (default 2 s).
+        retry: Retry policy; the default makes 5 attempts, the first retry after 250 ms,
+            then backing off (3 times longer each time).
         max_output_chars: Truncate longer output, with a note to the model.
         requires_approval: ``True``, or a deterministic predicate over the validated
             arguments (``lambda order: order.amount > 10_000``): such calls wait for a
@@ -287,10 +352,11 @@ def tool(
         A ``Tool``, or a decorator that makes one.
 
     Raises:
-        ToolDefinitionError: The function is not async, or a parameter has no type hint.
+        ToolDefinitionError: The function is a generator, or a parameter has no type hint.
 
     Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``,
-    ``local``.
+    ``local``. Changed in 0.5.0: plain ``def`` functions (run in a thread); a 2 s
+    heartbeat timeout and a 250 ms first retry by default.
     """
     bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
     if bad or isinstance(secrets, str):
@@ -299,6 +365,19 @@ def tool(
         )
 
     def make(fn: ToolFunction) -> Tool:
+        options: tuple[object, ...] = (name, description, effect, timeout, heartbeat_timeout)
+        options += (retry, max_output_chars, approval_timeout, on_timeout, executor)
+        options += (tuple(secrets), local)
+        key = (*_where_defined(fn), repr(options), *_where_defined(requires_approval))
+        sandboxed = workflow.unsafe.in_sandbox()
+        if sandboxed and key in _BUILT:
+            return _BUILT[key]
+        built = _build(fn)
+        if not sandboxed:
+            _BUILT[key] = built
+        return built
+
+    def _build(fn: ToolFunction) -> Tool:
         spec = _make_tool(
             fn,
             name=name,
@@ -326,6 +405,35 @@ def tool(
     return make(fn) if fn is not None else make
 
 
+_BUILT: dict[tuple[object, ...], Tool] = {}
+"""Tools the worker built, by where their function is defined and their options.
+
+The workflow sandbox re-imports an agent's module for every run it starts, and with it
+each ``@tool`` there: each would build its pydantic arguments model again, the largest
+part of a parked agent's memory (10 tools: some 200 KiB a run). In workflow code a tool
+is only a description (name, schema, options; the function runs in an activity), so a
+run reuses the ``Tool`` the worker built when it imported the same module. A key names
+the function's file, line and name, and every option, so a different tool never matches.
+"""
+
+
+def _where_defined(target: object) -> tuple[object, ...]:
+    """Where a function is defined; ``(repr,)`` for a value.
+
+    Module, name, file and line, and its annotations (which a factory may vary).
+    """
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return (repr(target) if not callable(target) else id(target),)
+    return (
+        getattr(target, "__module__", None),
+        getattr(target, "__qualname__", None),
+        code.co_filename,
+        code.co_firstlineno,
+        repr(getattr(target, "__annotations__", None)),
+    )
+
+
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EFFECTS: tuple[ToolEffect, ...] = ("read_only", "idempotent", "side_effect")
 
@@ -342,8 +450,12 @@ def _make_tool(
     max_output_chars: int | None,
 ) -> Tool:
     where = getattr(fn, "__qualname__", repr(fn))
-    if not inspect.iscoroutinefunction(fn):
-        raise ToolDefinitionError(f"@tool needs an async function; {where} is not one")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ToolDefinitionError(
+            f"@tool needs a function that returns its result; {where} is a generator"
+        )
+    if not callable(fn):
+        raise ToolDefinitionError(f"@tool needs a function, not {fn!r}")
     tool_name = name or fn.__name__
     if not _NAME_RE.match(tool_name):
         raise ToolDefinitionError(

@@ -13,6 +13,7 @@ can all depend on it and on nothing above it.
 - ``visibility``: the search attributes and memo keys agents publish.
 - ``audit``: an agent's audit trail (``AuditTrail``), read from history.
 - ``secrets``: ``secret("NAME")``, a credential by name, resolved on workers.
+- ``versions``: what a model step ran with (``StepVersions``).
 """
 
 from smyth_temporal.types.agent import (
@@ -83,6 +84,7 @@ from smyth_temporal.types.sessions import (
     session_workflow_id,
 )
 from smyth_temporal.types.tools import OnTimeout, ToolEffect, ToolInvocation, ToolOutcome
+from smyth_temporal.types.versions import VERSIONS_KEPT, StepVersions
 
 __all__ = [
     "APPROVAL_SIGNAL",
@@ -95,6 +97,7 @@ __all__ = [
     "SESSION_EVENT_SIGNAL",
     "SESSION_MESSAGE_UPDATE",
     "TERMINAL_STATUSES",
+    "VERSIONS_KEPT",
     "AgentCheckpoint",
     "AgentEvent",
     "AgentInput",
@@ -139,6 +142,7 @@ __all__ = [
     "SessionMessage",
     "SessionReply",
     "StatusChanged",
+    "StepVersions",
     "TextAssembler",
     "TextDelta",
     "TextReset",

@@ -10,6 +10,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.versions import StepVersions
 
 __all__ = [
     "INTERRUPT_UPDATE",
@@ -128,6 +129,8 @@ class AgentCheckpoint(BaseModel):
     stream: WorkflowStreamState | None = None
     """The run's event stream (retained events, offsets, publisher dedup), so watchers
     carry on in the next run where they were. Added in 0.3.0."""
+    versions: list[StepVersions] = Field(default_factory=list)
+    """What the steps so far ran with (see ``AgentState.versions``). Added in 0.5.0."""
 
 
 class AgentLimits(BaseModel):
@@ -232,6 +235,10 @@ class AgentState(BaseModel):
     """Which run of the agent's continue-as-new chain this is. Added in 0.2.0."""
     data: dict[str, Any] = Field(default_factory=dict)
     """The agent's own state (``AgentWorkflow.data``). Added in 0.2.0."""
+    versions: list[StepVersions] = Field(default_factory=list)
+    """What its model steps ran with (instructions and tool schema hashes, model, worker
+    build), one entry each time that changed, the latest last (at most
+    ``VERSIONS_KEPT``). Added in 0.5.0."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -23,6 +23,7 @@ from smyth_temporal.types.agent import AgentStatus
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.versions import StepVersions
 
 __all__ = [
     "EVENTS_TOPIC",
@@ -107,6 +108,9 @@ class TurnStarted(_Event):
     """The agent asks the model (one think step)."""
 
     kind: Literal["turn_started"] = "turn_started"
+    versions: StepVersions | None = None
+    """What the step runs with (instructions, model, tool schemas, worker build).
+    Added in 0.5.0."""
 
 
 class TurnFinished(_Event):

@@ -1,0 +1,193 @@
+"""The baseline of the side-by-side benches: hand-written temporalio, no smyth at all.
+
+A worker process (``python -m bench._plain_worker``) with two plain workflows, written
+the way a temporalio user would write them, with temporalio's defaults (the worker's,
+the retry policy's) wherever temporalio has one:
+
+- ``PlainRecovery``: the crash-recovery probe's work as three activities (a quote, a
+  2 s lookup, a quote). temporalio has no default timeout, so each activity gets a
+  ``start_to_close_timeout`` of 10 s (five times the slow call) and no heartbeat.
+- ``PlainWaiter``: one activity (the agent's model turn), then it waits on a signal
+  (the agent's approval), then returns.
+
+Every activity writes a JSON-lines ledger entry (``tool``, ``attempt``, ``pid``) like
+``tests.worker_process`` does, so the benches read both kinds of worker the same way.
+The parent side is ``spawn_plain_worker``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from temporalio import activity, workflow
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+if TYPE_CHECKING:
+    from tests.worker_process import WorkerProcess
+
+# The child imports temporalio only (not smyth_temporal), so its idle memory is a plain
+# temporalio worker's.
+READY = "READY"
+
+LEDGER_ENV = "SMYTH_PLAIN_LEDGER"
+
+PLAIN_TIMEOUT = timedelta(seconds=10)
+"""The start-to-close timeout of the baseline's activities (temporalio has no default)."""
+
+
+def _record(event: str, **fields: object) -> None:
+    path = os.environ.get(LEDGER_ENV)
+    if not path:
+        return
+    entry = {"tool": event, "attempt": activity.info().attempt, "pid": os.getpid(), **fields}
+    with Path(path).open("a") as ledger:
+        ledger.write(json.dumps(entry) + "\n")
+
+
+@activity.defn
+async def plain_quote(symbol: str) -> str:
+    """A fast quote."""
+    _record("plain_quote", symbol=symbol)
+    return f"{symbol} 101.5"
+
+
+@activity.defn
+async def plain_lookup(symbol: str) -> str:
+    """A 2 s lookup (the call in flight when the bench kills the worker)."""
+    _record("plain_lookup.start", symbol=symbol)
+    await asyncio.sleep(2.0)
+    _record("plain_lookup", symbol=symbol)
+    return f"{symbol} looked up"
+
+
+@workflow.defn
+class PlainRecovery:
+    """A quote, a 2 s lookup, a quote: each an activity with a 10 s timeout."""
+
+    @workflow.run
+    async def run(self, symbol: str) -> str:
+        first = await workflow.execute_activity(
+            plain_quote, symbol, start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        looked = await workflow.execute_activity(
+            plain_lookup, symbol, start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        last = await workflow.execute_activity(
+            plain_quote, "GLOBEX", start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        return f"{first} | {looked} | {last}"
+
+
+@workflow.defn
+class PlainWaiter:
+    """One activity, then a wait for the ``decide`` signal."""
+
+    def __init__(self) -> None:
+        self._decision: str | None = None
+
+    @workflow.run
+    async def run(self, symbol: str) -> str:
+        await workflow.execute_activity(plain_quote, symbol, start_to_close_timeout=PLAIN_TIMEOUT)
+        await workflow.wait_condition(lambda: self._decision is not None)
+        return f"{symbol}: {self._decision}"
+
+    @workflow.signal
+    def decide(self, decision: str) -> None:
+        self._decision = decision
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    os.environ[LEDGER_ENV] = args.ledger
+    client = await Client.connect(args.address)
+    identity = f"plain-worker-{os.getpid()}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    worker = Worker(
+        client,
+        task_queue=args.task_queue,
+        workflows=[PlainRecovery, PlainWaiter],
+        activities=[plain_quote, plain_lookup],
+        identity=identity,
+        graceful_shutdown_timeout=timedelta(seconds=1),
+    )
+    kinds = (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
+    async with worker:
+        while True:
+            listed = [
+                await client.workflow_service.describe_task_queue(
+                    DescribeTaskQueueRequest(
+                        namespace=client.namespace,
+                        task_queue=TaskQueue(name=args.task_queue),
+                        task_queue_type=kind,
+                    )
+                )
+                for kind in kinds
+            ]
+            if all(any(p.identity == identity for p in r.pollers) for r in listed):
+                break
+            await asyncio.sleep(0.05)
+        print(READY, flush=True)
+        await stop.wait()
+
+
+async def spawn_plain_worker(
+    *, address: str, task_queue: str, ledger: Path, log: Path, ready_timeout: float = 60.0
+) -> WorkerProcess:
+    """Start a baseline worker process and wait until it polls; the caller stops it."""
+    from tests.worker_process import WorkerProcess
+
+    started = time.monotonic()
+    with log.open("ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench._plain_worker",
+            *("--address", address, "--task-queue", task_queue, "--ledger", str(ledger)),
+            cwd=Path(__file__).resolve().parent.parent,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+        )
+    handle = WorkerProcess(process, log, started)
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), ready_timeout)
+    except BaseException:
+        await handle.stop()
+        raise
+    if line.decode().strip() != READY:
+        await handle.stop()
+        raise RuntimeError(f"plain worker exited before {READY}: {log.read_text()[-2000:]}")
+    return handle
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench._plain_worker")
+    parser.add_argument("--address", required=True)
+    parser.add_argument("--task-queue", required=True)
+    parser.add_argument("--ledger", required=True)
+    asyncio.run(_serve(parser.parse_args(argv)))
+    sys.stdout.flush()
+    os._exit(0)  # temporalio's Rust threads can abort the interpreter's teardown
+
+
+if __name__ == "__main__":
+    # Imported under its real name, so the sandbox can re-import the workflows.
+    from bench._plain_worker import main as _main
+
+    _main()
