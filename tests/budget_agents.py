@@ -69,3 +69,14 @@ class Shopper(AgentWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
+
+
+@workflow.defn
+class AskingSpender(AgentWorkflow):
+    """Stops at 1.5 spent unless a person lets it spend more."""
+
+    config = priced(max_cost=1.5, on_over_budget="ask")
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

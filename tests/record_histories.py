@@ -45,6 +45,7 @@ from smyth_temporal.testing import (
 )
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Rater, Summarizer, read_ledger
+from tests.budget_agents import PRICES_TOML, AskingSpender
 from tests.context_agents import Concierge, Digest, Relay
 from tests.mcp_agents import Clock
 from tests.mcp_servers import time_server
@@ -166,7 +167,18 @@ MCP_SCENARIO = "clock_mcp"
 """Clock on ``mcp-server-time``: the recorded tool list (0.3.0), then two read-only MCP
 calls scheduled together."""
 
-SCENARIOS = (*SCRIPTED, CRASH_SCENARIO, STREAMED_SCENARIO, *LONG_RUN_SCENARIOS, MCP_SCENARIO)
+BUDGET_SCENARIO = "spender_asks_over_budget"
+"""A priced run past its ``max_cost`` that asks to go on (0.5.0): approved once with an
+edited amount, then rejected; its model calls carry their cost."""
+
+SCENARIOS = (
+    *SCRIPTED,
+    CRASH_SCENARIO,
+    STREAMED_SCENARIO,
+    *LONG_RUN_SCENARIOS,
+    MCP_SCENARIO,
+    BUDGET_SCENARIO,
+)
 
 
 async def record_scripted(client: Client, scenario: str) -> str:
@@ -288,6 +300,36 @@ async def record_mcp(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_budget(client: Client, scenario: str) -> str:
+    """``AskingSpender``: over 1.5 after two quotes, let go on for 1.0, stopped at 3.0."""
+    prices = Path(tempfile.mkdtemp()) / "prices.toml"
+    prices.write_text(PRICES_TOML)
+    os.environ["SMYTH_PRICES_FILE"] = str(prices)  # read when the worker starts
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    quote = tool_call("get_quote", symbol="ACME")
+    model = ScriptedModel([quote] * 4 + [reply("Done.")])
+    try:
+        async with agent_worker(client, AskingSpender, model=model, task_queue=task_queue):
+            handle = await agents.start(
+                AskingSpender, AgentInput(prompt="Keep quoting."), id=workflow_id(scenario)
+            )
+            for decision in ("approve", "reject"):
+                while not (request := (await agents.state(handle.id)).pending_approvals):
+                    await asyncio.sleep(0.05)
+                if decision == "approve":
+                    edited = {**request[0].arguments, "extra": 1.0}
+                    await agents.approve(handle.id, by="ops", arguments=edited)
+                else:
+                    await agents.reject(handle.id, by="ops", comment="enough")
+            result = await agents.result(handle.id)
+    finally:
+        del os.environ["SMYTH_PRICES_FILE"]
+    if (result.status, result.usage.cost) != ("over_budget", 3.0):
+        raise RuntimeError(f"unexpected outcome: {result.status}, cost {result.usage.cost}")
+    return (await handle.fetch_history()).to_json()
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
@@ -296,6 +338,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     "concierge_session": record_session,
     STREAMED_SCENARIO: record_streamed,
     MCP_SCENARIO: record_mcp,
+    BUDGET_SCENARIO: record_budget,
 }
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, AgentInput, ClientError
+from smyth_temporal import AgentClient, AgentInput, ClientError, InvalidDecisionError
 from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
     BUDGET_RESERVE_UPDATE,
@@ -27,7 +28,7 @@ from smyth_temporal.types.budget import (
     budget_workflow_id,
 )
 from smyth_temporal.types.messages import Usage
-from tests.budget_agents import PRICES_TOML, Boss, Intern, Shopper, Spender
+from tests.budget_agents import PRICES_TOML, AskingSpender, Boss, Intern, Shopper, Spender
 from tests.cli_support import assert_one_error_line, run_smyth, spawn_worker, stop_process
 
 quote = tool_call("get_quote", symbol="ACME")
@@ -199,3 +200,39 @@ async def test_budget_limits_are_checked(agents: AgentClient, task_queue: str) -
     # The budget lives on agent workers: without one, a clear error, not a hang.
     with pytest.raises(ClientError, match="no worker answered for the budget of 't-"):
         await agents.budgets.set(f"t-{task_queue}", daily=1.0)
+
+
+async def pending(agents: AgentClient, workflow_id: str, after: set[str]) -> ApprovalRequest:
+    """The run's pending approval request, once there is one not in ``after``."""
+    for _ in range(600):  # a bound on the polling, not a timing assertion
+        waiting = (await agents.state(workflow_id)).pending_approvals
+        fresh = [r for r in waiting if r.id not in after]
+        if fresh:
+            return fresh[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("no approval was asked for")
+
+
+async def test_an_over_budget_run_asks_a_person_to_go_on(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = ScriptedModel([quote] * 6 + [reply("Done.")])
+    async with agent_worker(client, AskingSpender, model=model, task_queue=task_queue):
+        handle = await agents.start(AskingSpender, "Keep quoting.")
+        first = await pending(agents, handle.id, set())
+        assert first.tool == "continue_over_budget"
+        assert first.arguments == {"spent": 2.0, "limit": 1.5, "extra": 1.5}
+        assert first.reason and "spent 2 of its limit of 1.5" in first.reason
+        with pytest.raises(InvalidDecisionError, match="extra"):
+            await agents.approve(
+                handle.id, by="ops", arguments={**first.arguments, "extra": "lots"}
+            )
+        await agents.approve(handle.id, by="ops", arguments={**first.arguments, "extra": 1.0})
+        # 2.5 allowed now: one more call (3.0), then it asks again; rejected, it stops.
+        second = await pending(agents, handle.id, {first.id})
+        assert second.arguments == {"spent": 3.0, "limit": 2.5, "extra": 1.5}
+        await agents.reject(handle.id, by="ops", comment="enough")
+        result = await agents.result(handle.id)
+    assert (result.status, result.steps) == ("over_budget", 3)
+    assert result.usage.cost == pytest.approx(3.0)
+    assert len(model.requests) == 3

@@ -78,6 +78,11 @@ class Approvals:
         self._clock = clock
         self._interrupted = interrupted
         self._find = find or config.tool
+        self._builtin: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        """Know ``tool`` too when checking edited arguments (a built-in, never offered)."""
+        self._builtin[tool.name] = tool
 
     @property
     def pending(self) -> list[ApprovalRequest]:
@@ -216,7 +221,7 @@ class Approvals:
 
     def _validate_edit(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         # Edited arguments must fit the tool as configured now (not as offered this turn).
-        spec = self._find(tool)
+        spec = self._find(tool) or self._builtin.get(tool)
         if spec is None:
             raise ValueError(f"the agent no longer has tool '{tool}'")
         return spec.validate_arguments(arguments)

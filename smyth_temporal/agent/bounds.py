@@ -2,28 +2,56 @@
 
 Workflow code; pure reads of the config, the input's ``AgentLimits`` and the usage
 counted so far (costs come priced from the model activity, so they replay as
-recorded).
+recorded), and, with ``AgentConfig(on_over_budget="ask")``, approvals to spend more.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
+from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.loop import Loop
+from smyth_temporal.tools._tool import Tool, tool
 from smyth_temporal.types.agent import AgentInput, AgentLimits
+from smyth_temporal.types.messages import ToolCall
 
-__all__ = ["RunBounds"]
+__all__ = ["CONTINUE_OVER_BUDGET", "RunBounds"]
+
+
+@tool(
+    name="continue_over_budget",
+    effect="side_effect",
+    requires_approval=True,
+    executor="approval-only",  # never run: approving it is the whole effect
+)
+async def _continue_over_budget(spent: float, limit: float, extra: float) -> str:
+    """Let the run spend ``extra`` more than its limit (it has spent ``spent``).
+
+    Args:
+        spent: What the run (sub-agents included) has spent so far.
+        limit: Its limit so far.
+        extra: How much more it may spend once approved (edit to change it).
+    """
+    raise NotImplementedError  # pragma: no cover (an approval, not a call)
+
+
+CONTINUE_OVER_BUDGET: Tool = _continue_over_budget
+"""The built-in tool whose approval lets a run spend more (never offered to the model)."""
 
 
 class RunBounds:
     """Where a run must stop: ``step_limit``, ``out_of_tokens``, ``over_budget``.
 
     Args:
-        config: The agent's config (``max_steps``, ``max_cost``).
+        config: The agent's config (``max_steps``, ``max_cost``, ``on_over_budget``).
         conversation: Its usage so far (sub-agents' included).
         input: The run's input, once there is one (a parent's ``limits``).
-        refused: Why the tenant's budget refused a model call, if it did.
+        loop: The run's loop (``refused``: why the tenant's budget refused a call).
+        approvals: The run's approvals, where extensions are asked for and found again
+            (they are carried across continue-as-new with the decided requests).
     """
 
     def __init__(
@@ -31,12 +59,15 @@ class RunBounds:
         config: AgentConfig,
         conversation: Conversation,
         input: Callable[[], AgentInput | None],
-        refused: Callable[[], str | None],
+        loop: Loop,
+        approvals: Approvals,
     ) -> None:
         self._config = config
         self._conversation = conversation
         self._input = input
-        self._refused = refused
+        self._loop = loop
+        self._approvals = approvals
+        approvals.register(CONTINUE_OVER_BUDGET)  # so an approver's edit is checked
 
     @property
     def _limits(self) -> AgentLimits | None:
@@ -60,11 +91,15 @@ class RunBounds:
 
     @property
     def max_cost(self) -> float | None:
-        """The most the run may spend: ``AgentConfig.max_cost`` or a parent's, the lower."""
+        """The most the run may spend (``None``: no bound).
+
+        ``AgentConfig.max_cost`` or a parent's, the lower, plus what approvals of
+        ``continue_over_budget`` added.
+        """
         limits = self._limits
         bounds = [self._config.max_cost, limits.max_cost if limits is not None else None]
         given = [b for b in bounds if b is not None]
-        return min(given) if given else None
+        return min(given) + self._extended() if given else None
 
     @property
     def remaining_cost(self) -> float | None:
@@ -73,12 +108,58 @@ class RunBounds:
         return None if bound is None else max(bound - self._conversation.usage.cost, 0.0)
 
     @property
+    def spent(self) -> bool:
+        """Whether the run has spent its ``max_cost``."""
+        bound = self.max_cost
+        return bound is not None and self._conversation.usage.cost >= bound
+
+    @property
     def over_budget(self) -> bool:
         """Whether the run's money is spent, or its tenant's budget refused a call."""
-        bound = self.max_cost
-        spent = bound is not None and self._conversation.usage.cost >= bound
-        return spent or self._refused() is not None
+        return self.spent or self._loop.refused is not None
 
     def exhausted(self) -> bool:
         """Whether the run must stop before its next model call (tokens or money)."""
         return self.out_of_tokens or self.over_budget
+
+    async def may_go_on(self) -> bool:
+        """Whether the run may take another turn: within its bounds, or let go on by a person."""
+        return not self.exhausted() or await self.may_continue()
+
+    async def may_continue(self) -> bool:
+        """Ask a person to let the run spend more, if it is configured to; their answer.
+
+        Only a spent ``max_cost`` is asked about (never a tenant's refusal), and only
+        with ``on_over_budget="ask"``; the request waits like any approval (deadline,
+        ``on_approval_timeout``, interrupts).
+        """
+        bound = self.max_cost
+        if self._config.on_over_budget != "ask" or bound is None or not self.spent:
+            return False
+        if self._loop.refused is not None:
+            return False
+        step = self._conversation.step
+        extra = self._config.max_cost or bound
+        spent = round(self._conversation.usage.cost, 6)
+        arguments = {"spent": spent, "limit": round(bound, 6), "extra": extra}
+        call = ToolCall(
+            id="budget", name=CONTINUE_OVER_BUDGET.name, arguments=json.dumps(arguments)
+        )
+        reason = (
+            f"The run has spent {spent:g} of its limit of {bound:g}; continue for {extra:g} more?"
+        )
+        request = self._approvals.request(call, CONTINUE_OVER_BUDGET, step=step, reason=reason)
+        if request is None or request.status != "pending":
+            return False  # asked at this step already: what was granted did not cover a turn
+        await self._approvals.wait(request)
+        return request.status == "approved"
+
+    def _extended(self) -> float:
+        """What approved ``continue_over_budget`` requests added (edited amounts win)."""
+        total = 0.0
+        for request in self._approvals.requests.values():
+            if request.tool != CONTINUE_OVER_BUDGET.name or request.status != "approved":
+                continue
+            edited = request.decision.arguments if request.decision else None
+            total += float((edited or request.arguments)["extra"])
+        return total

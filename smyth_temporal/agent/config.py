@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio.common import RetryPolicy
 
@@ -118,6 +118,12 @@ class AgentConfig:
     """Stop a run once its model calls (its sub-agents' included) have cost this much,
     priced by the worker's ``PriceTable``; the run ends ``over_budget`` with its last
     text. ``None``: no bound. Added in 0.5.0."""
+    on_over_budget: Literal["stop", "ask"] = "stop"
+    """What a task run does once its ``max_cost`` is spent: ``"stop"`` (status
+    ``over_budget``), or ``"ask"``: it requests an approval of the built-in
+    ``continue_over_budget`` tool (``smyth approvals``, the console, the gateway) and,
+    approved, may spend another ``max_cost`` (an approver may edit ``extra``); rejected
+    or expired, it stops. A tenant's budget is never overridden. Added in 0.5.0."""
     model_task_queue: bool = True
     """Run model calls on their own task queue (``<task queue>-models``, polled by the
     same workers), with the tenant as fairness key, so the server limits model calls

@@ -140,12 +140,14 @@ class Loop:
         self,
         *,
         until_step: int,
-        out_of_tokens: Callable[[], bool],
+        may_go_on: Callable[[], Awaitable[bool]],
         think: Callable[[], Awaitable[Message]],
         act: Callable[[Sequence[ToolCall]], Awaitable[list[Message]]],
         between_steps: Callable[[], None] | None = None,
     ) -> Message | None:
         """Think and act until the model answers; ``None`` if steps, tokens or money run out.
+
+        ``may_go_on`` is asked before every turn (it may wait for a person's approval).
 
         Also ``None`` when an interrupt stopped the turn (``interrupted`` is then set, and
         the conversation says so); an interrupt that arrives once the model has answered
@@ -154,7 +156,7 @@ class Loop:
         self.interrupted = False
         interrupts = self._interrupts
         try:
-            while self._conversation.step < until_step and not out_of_tokens():
+            while self._conversation.step < until_step and await may_go_on():
                 interrupts.raise_if_requested()
                 self._before_turn()
                 reply = await think()

@@ -154,7 +154,7 @@ class AgentWorkflow:
             tenant=tenant,
         )
         self.bounds = RunBounds(
-            config, self.conversation, lambda: self._input, lambda: self._loop.refused
+            config, self.conversation, lambda: self._input, self._loop, self.approvals
         )
         """Where the run stops: steps, tokens, money."""
         output, retries = config.output, config.output_retries
@@ -527,7 +527,7 @@ class AgentWorkflow:
     async def _until_answer(self, until_step: int, between: Any = None) -> Message | None:
         return await self._loop.until_answer(
             until_step=until_step,
-            out_of_tokens=self.bounds.exhausted,
+            may_go_on=self.bounds.may_go_on,
             think=self.think,
             act=self.act,
             between_steps=between,
