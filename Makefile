@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.crash_recovery --json $(BENCH_RESULTS)/crash_recovery.json
 	$(BIN)/python -m bench.history_bytes --steps 50 100 200 300 --json $(BENCH_RESULTS)/history_bytes.json
 	$(BIN)/python -m bench.parked_agents --json $(BENCH_RESULTS)/parked_agents.json
+	$(BIN)/python -m bench.rate_limits --json $(BENCH_RESULTS)/rate_limits.json
 	$(BIN)/python -m bench.report --results $(BENCH_RESULTS)
 
 clean:
