@@ -27,39 +27,14 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench._common import BENCH_STEPS, StepBench, percentile, summary_ms
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
+from bench._timing import TimedModel, one_run
+from smyth_temporal import AgentClient, SmythPlugin
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.testing import (
-    ScriptedModel,
     new_task_queue,
-    reply,
     start_dev_environment,
-    tool_call,
 )
-
-
-class TimedModel:
-    """A scripted model that notes when each call arrives."""
-
-    def __init__(self, tool_bytes: int) -> None:
-        filler = "x" * tool_bytes
-        steps = [tool_call("echo", text=f"{n} {filler}") for n in range(1, BENCH_STEPS + 1)]
-        self._model = ScriptedModel([*steps, reply("done")])
-        self.calls: list[float] = []
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.calls.append(time.perf_counter())
-        return await self._model.complete(request)
-
-
-async def one_run(agents: AgentClient, model: TimedModel) -> list[float]:
-    model.calls.clear()
-    handle = await agents.start(StepBench, AgentInput(prompt="go"))
-    result = await agents.result(handle.id)
-    assert result.steps == BENCH_STEPS + 1, result
-    return [b - a for a, b in zip(model.calls, model.calls[1:], strict=False)]
 
 
 def codec_micro(codec: EncryptionCodec) -> None:

@@ -23,7 +23,6 @@ import asyncio
 import os
 import statistics
 import sys
-import time
 import urllib.request
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -33,38 +32,14 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench._common import BENCH_STEPS, StepBench, free_port, summary_ms
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
+from bench._timing import TimedModel, one_run
+from smyth_temporal import AgentClient, SmythPlugin
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.observability import prometheus_runtime
 from smyth_temporal.testing import (
-    ScriptedModel,
     new_task_queue,
-    reply,
     start_dev_environment,
-    tool_call,
 )
-
-
-class TimedModel:
-    """A scripted model that notes when each call arrives."""
-
-    def __init__(self) -> None:
-        steps = [tool_call("echo", text=f"step {n}") for n in range(1, BENCH_STEPS + 1)]
-        self._model = ScriptedModel([*steps, reply("done")])
-        self.calls: list[float] = []
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.calls.append(time.perf_counter())
-        return await self._model.complete(request)
-
-
-async def one_run(agents: AgentClient, model: TimedModel) -> list[float]:
-    model.calls.clear()
-    handle = await agents.start(StepBench, AgentInput(prompt="go", tenant="bench"))
-    result = await agents.result(handle.id)
-    assert result.steps == BENCH_STEPS + 1, result
-    return [b - a for a, b in zip(model.calls, model.calls[1:], strict=False)]
 
 
 def scrape(port: int) -> str:
@@ -112,7 +87,7 @@ async def main() -> None:
         async with sides["plain"][1], sides["observed"][1]:
             for number in range(args.runs + 1):
                 for name, (agents, _, model) in sides.items():
-                    run = await one_run(agents, model)
+                    run = await one_run(agents, model, tenant="bench")
                     if name == "observed":
                         page = await asyncio.to_thread(scrape, port)
                         provider.force_flush()
