@@ -152,7 +152,8 @@ class RunBounds:
         if request is None or request.status != "pending":
             return False  # asked at this step already: what was granted did not cover a turn
         await self._approvals.wait(request)
-        return request.status == "approved"
+        decided: str = request.status  # wait() changed it (a type checker keeps "pending")
+        return decided == "approved"
 
     def _extended(self) -> float:
         """What approved ``continue_over_budget`` requests added (edited amounts win)."""
