@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -150,30 +149,10 @@ async def spawn_plain_worker(
     *, address: str, task_queue: str, ledger: Path, log: Path, ready_timeout: float = 60.0
 ) -> WorkerProcess:
     """Start a baseline worker process and wait until it polls; the caller stops it."""
-    from tests.worker_process import WorkerProcess
+    from tests.worker_process import start_until_ready
 
-    started = time.monotonic()
-    with log.open("ab") as stderr:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench._plain_worker",
-            *("--address", address, "--task-queue", task_queue, "--ledger", str(ledger)),
-            cwd=Path(__file__).resolve().parent.parent,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-        )
-    handle = WorkerProcess(process, log, started)
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), ready_timeout)
-    except BaseException:
-        await handle.stop()
-        raise
-    if line.decode().strip() != READY:
-        await handle.stop()
-        raise RuntimeError(f"plain worker exited before {READY}: {log.read_text()[-2000:]}")
-    return handle
+    args = ("--address", address, "--task-queue", task_queue, "--ledger", str(ledger))
+    return await start_until_ready("bench._plain_worker", args, log=log, timeout=ready_timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

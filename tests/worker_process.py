@@ -441,12 +441,23 @@ async def spawn_worker(
     ]
     if sticky_queue_timeout is not None:
         args += ["--sticky-queue-timeout", str(sticky_queue_timeout)]
+    return await start_until_ready("tests.worker_process", args, log=log, timeout=ready_timeout)
+
+
+async def start_until_ready(
+    module: str, args: Sequence[str], *, log: Path, timeout: float
+) -> WorkerProcess:
+    """Run ``python -m module ARGS`` from the repository root until it prints ``READY``.
+
+    Its stderr goes to ``log`` (appended), and is quoted if it dies before ``READY``.
+    The caller owns the process: ``stop()`` it in a ``finally``.
+    """
     started = time.monotonic()
     with log.open("ab") as stderr:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "tests.worker_process",
+            module,
             *args,
             cwd=Path(__file__).resolve().parent.parent,  # the repository root
             stdout=asyncio.subprocess.PIPE,
@@ -455,14 +466,14 @@ async def spawn_worker(
     handle = WorkerProcess(process, log, started)
     try:
         assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), ready_timeout)
+        line = await asyncio.wait_for(process.stdout.readline(), timeout)
     except BaseException:
         await handle.stop()
         raise
     if line.decode().strip() != READY:
         await handle.stop()
         tail = log.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"worker process exited before {READY}; its stderr:\n{tail}")
+        raise RuntimeError(f"{module} exited before {READY}; its stderr:\n{tail}")
     handle.ready_seconds = time.monotonic() - started
     return handle
 
