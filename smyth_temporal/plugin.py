@@ -25,6 +25,7 @@ from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.agent.budget import TenantBudget, VersionedTenantBudget
+from smyth_temporal.agent.live import LiveText
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
@@ -268,7 +269,8 @@ class SmythPlugin(SimplePlugin):
         deployment = config.get("deployment_config")
         versioned = deployment is not None and deployment.use_worker_versioning
         budget = VersionedTenantBudget if versioned else TenantBudget
-        config["workflows"] = [*config.get("workflows", ()), budget]
+        # Streamed turns write their text to a live channel on the agent's queue.
+        config["workflows"] = [*config.get("workflows", ()), budget, LiveText]
         if serves_memory:
             # Clients reach memory through this workflow (see MemoryAdmin). A worker
             # whose agents only archive transcripts leaves that to one that has memory.

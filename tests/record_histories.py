@@ -25,8 +25,9 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
 from smyth_temporal._logging import configure_logging
@@ -43,6 +44,7 @@ from smyth_temporal.testing import (
     start_dev_environment,
     tool_call,
 )
+from smyth_temporal.types import AgentEvent, TurnStarted
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.budget_agents import PRICES_TOML, AskingSpender
@@ -155,9 +157,10 @@ CRASH_SCENARIO = "analyst_crash_recovered"
 """A run whose worker was SIGKILLed during a tool call and finished by another: its
 history has the sticky-queue workflow task timeout and the re-run activity."""
 
-STREAMED_SCENARIO = "analyst_streamed"
-"""A run streamed to a reader: its history has the model activity's delta signals and
-the reader's poll updates (the event stream of 0.3.0)."""
+STREAMED_SCENARIOS = ("analyst_streamed", "analyst_streamed_live", "analyst_live_channel")
+"""A run streamed to a reader: as recorded by 0.3.0 (the model activity's delta signals
+and the reader's poll updates in its history), as recorded by 0.6.0 (the deltas in the
+turn's live channel, the polls), and the live channel of its answer."""
 
 LONG_RUN_SCENARIOS = ("digest_compacted", "relay_last_run", "concierge_session")
 """Runs of the weeks-long machinery: compaction with its archive, the last run of a
@@ -174,7 +177,7 @@ edited amount, then rejected; its model calls carry their cost."""
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
-    STREAMED_SCENARIO,
+    *STREAMED_SCENARIOS,
     *LONG_RUN_SCENARIOS,
     MCP_SCENARIO,
     BUDGET_SCENARIO,
@@ -191,7 +194,9 @@ async def record_scripted(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
-async def record_streamed(client: Client, scenario: str) -> str:
+async def streamed_run(
+    client: Client, scenario: str
+) -> tuple[WorkflowHandle[Any, Any], list[AgentEvent]]:
     """A quote, then an answer streamed word by word while a reader follows the run."""
     task_queue = f"smyth-histories-{scenario}"
     agents = AgentClient(client, task_queue=task_queue)
@@ -201,11 +206,25 @@ async def record_streamed(client: Client, scenario: str) -> str:
         handle = await agents.start(
             Analyst, AgentInput(prompt="How is ACME?"), id=workflow_id(scenario)
         )
-        kinds = [event.kind async for event in agents.events(handle.id)]
+        events = [event async for event in agents.events(handle.id)]
         await agents.result(handle.id)
+    kinds = [event.kind for event in events]
     if kinds.count("text_delta") < 2:
         raise RuntimeError(f"the answer was not streamed in pieces: {kinds}")
+    return handle, events
+
+
+async def record_streamed(client: Client, scenario: str) -> str:
+    """The streamed run's own history: no delta in it (0.6.0), the reader's polls."""
+    handle, _ = await streamed_run(client, scenario)
     return (await handle.fetch_history()).to_json()
+
+
+async def record_live_channel(client: Client, scenario: str) -> str:
+    """The live channel of the streamed run's answer: its delta signals and close."""
+    _, events = await streamed_run(client, scenario)
+    channel = [e.live for e in events if isinstance(e, TurnStarted) and e.live][-1]
+    return (await client.get_workflow_handle(channel).fetch_history()).to_json()
 
 
 async def record_crash(client: Client, scenario: str) -> str:
@@ -336,7 +355,9 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     "digest_compacted": record_digest,
     "relay_last_run": record_relay,
     "concierge_session": record_session,
-    STREAMED_SCENARIO: record_streamed,
+    # analyst_streamed (0.3.0) cannot be recorded again: its deltas now go elsewhere.
+    "analyst_streamed_live": record_streamed,
+    "analyst_live_channel": record_live_channel,
     MCP_SCENARIO: record_mcp,
     BUDGET_SCENARIO: record_budget,
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import os
 import shlex
@@ -96,8 +97,14 @@ async def test_watch_json_and_after(
         human = await smyth("watch", handle.id, "--after", str(result["offset"]))
 
     assert everything.code == 0, everything.err
-    offsets = [e["offset"] for e in events]
+    offsets = [e["offset"] for e in events if e["kind"] != "text_delta"]
     assert offsets == sorted(set(offsets))
+    # The streamed text sits after the run's event it followed, with that offset.
+    assert all(
+        e["offset"] == b["offset"]
+        for b, e in itertools.pairwise(events)
+        if e["kind"] == "text_delta"
+    )
     assert events[0]["kind"] == "run_started" and events[-1]["kind"] == "run_finished"
     assert events[-1]["output"] == ANSWER
     deltas = [e["text"] for e in events if e["kind"] == "text_delta"]

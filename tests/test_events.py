@@ -7,11 +7,12 @@ resume from an offset, share one poll per process, and go on across continue-as-
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from smyth_temporal import AgentClient, AgentInput, InvalidInterruptError
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
@@ -20,8 +21,10 @@ from smyth_temporal.types import (
     MessageCompleted,
     TextAssembler,
     TextDelta,
+    TextReset,
     ToolCallFinished,
     ToolCallScheduled,
+    TurnStarted,
 )
 from tests.agents import Analyst
 from tests.live_agents import GatedModel, Operator
@@ -33,6 +36,11 @@ async def collect(
     agents: AgentClient, workflow_id: str, after: int | None = None
 ) -> list[AgentEvent]:
     return [event async for event in agents.events(workflow_id, after=after)]
+
+
+def durable(events: Sequence[AgentEvent]) -> list[AgentEvent]:
+    """The events of the run's own stream (not its turns' live text)."""
+    return [e for e in events if not isinstance(e, TextDelta | TextReset)]
 
 
 def kinds(events: Sequence[AgentEvent]) -> list[str]:
@@ -63,8 +71,12 @@ async def test_a_run_streams_its_turns_tools_and_text_in_order(
         "turn_finished",
         "run_finished",
     ]
-    offsets = [e.offset for e in events]
+    offsets = [e.offset for e in durable(events)]
     assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    # Text comes from each turn's live channel, placed after the run's event before it.
+    for before, event in itertools.pairwise(events):
+        if isinstance(event, TextDelta):
+            assert event.offset == before.offset
     assert {e.run_id for e in events} == {handle.result_run_id}
     scheduled = next(e for e in events if isinstance(e, ToolCallScheduled))
     assert scheduled.idempotency_key == f"{handle.id}/1/{scheduled.call.id}"
@@ -78,6 +90,22 @@ async def test_a_run_streams_its_turns_tools_and_text_in_order(
     for each in deltas:
         assembler.add(each)
     assert assembler.text(answer.message_id or "") == ANSWER == result.output
+    assert events.index(deltas[-1]) < events.index(answer)  # the text before its message
+    # None of it is in the agent's history: the deltas went to the live channel, which
+    # the model call closed when it answered.
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert not [
+        e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    turn = next(
+        e for e in events if isinstance(e, TurnStarted) and e.message_id == answer.message_id
+    )
+    assert turn.live is not None
+    channel = await client.get_workflow_handle(turn.live).describe()
+    assert (channel.workflow_type, channel.status) == (
+        "smyth.live",
+        WorkflowExecutionStatus.COMPLETED,
+    )
     statuses = [e.status for e in events if e.kind == "status"]
     assert statuses[-1] == "completed" and "thinking" in statuses and "acting" in statuses
 
@@ -91,7 +119,27 @@ async def test_a_reader_resumes_after_the_last_offset_it_saw(
         everything = await collect(agents, handle.id)
         cut = everything[len(everything) // 2].offset
         rest = await collect(agents, handle.id, after=cut)
-    assert rest == [e for e in everything if e.offset > cut]
+    assert durable(rest) == [e for e in durable(everything) if e.offset > cut]
+
+
+async def test_a_reader_resuming_mid_message_reads_its_text_again_after_a_reset(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([reply(ANSWER)], piece_delay=0.1)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="How is ACME?"))
+        seen: list[AgentEvent] = []
+        async for event in agents.events(handle.id):
+            seen.append(event)
+            if sum(isinstance(e, TextDelta) for e in seen) == 2:
+                break  # a reader that goes away mid-message
+        rest = await collect(agents, handle.id, after=seen[-1].offset)
+    assert isinstance(rest[0], TextReset) and rest[0].message_id == seen[-1].message_id
+    assembler = TextAssembler()
+    for event in [*seen, *rest]:
+        assembler.add(event)
+    assert assembler.text(seen[-1].message_id or "") == ANSWER
+    assert durable(rest) == durable([e for e in rest if e.offset > seen[-1].offset])
 
 
 async def test_readers_in_one_process_share_one_poll(

@@ -10,10 +10,12 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types import MessageCompleted, TextAssembler, parse_event
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.gateway_support import (
     OTHER,
     TENANT,
+    Event,
     Keys,
     bearer,
     flag,
@@ -120,10 +122,10 @@ async def test_an_event_stream_resumes_after_a_disconnect_missing_nothing(
         )
         workflow_id = started.json()["workflow_id"]
         url = f"/v1/runs/{workflow_id}/events"
-        first: list[str] = []
+        first: list[Event] = []
         async with http.stream("GET", url, headers=viewer) as stream:
             async for event in sse(stream):
-                first.append(event.id or "")
+                first.append(event)
                 if event.event == "text_delta":
                     break  # the client goes away mid-answer
 
@@ -133,17 +135,27 @@ async def test_an_event_stream_resumes_after_a_disconnect_missing_nothing(
         await until(reader_gone, "the server to notice the disconnect")
         # ``after`` is where the page first started; Last-Event-ID, as a browser sends it
         # when it reconnects, says where it really is.
-        headers = {**viewer, "Last-Event-ID": first[-1]}
+        headers = {**viewer, "Last-Event-ID": first[-1].id or ""}
         async with http.stream("GET", url, params={"after": -1}, headers=headers) as stream:
             rest = [e async for e in sse(stream)]
         everything = [
             e async for e in AgentClient(client, task_queue=task_queue).events(workflow_id)
         ]
 
-    seen = [int(i) for i in first] + [int(e.id or -1) for e in rest]
-    assert seen == [e.offset for e in everything]  # nothing missed, nothing twice
+    text = ("text_delta", "text_reset")
+    seen = [int(e.id or -1) for e in [*first, *rest] if e.event not in text]
+    durable = [e.offset for e in everything if e.kind not in text]
+    assert seen == durable  # nothing missed, nothing twice
     assert rest[-1].event == "run_finished"
-    assert any(e.event == "text_delta" for e in rest)
+    # The answer's text is read again from its start, after a reset: assembled, it
+    # reads once.
+    assert rest[0].event == "text_reset"
+    assembler = TextAssembler()
+    for event in [*first, *rest]:
+        if event.event in text:
+            assembler.add(parse_event(event.json()))
+    answer = [e for e in everything if isinstance(e, MessageCompleted)][-1]
+    assert assembler.text(answer.message_id or "") == LONG_ANSWER
 
 
 async def test_an_interrupt_over_http_and_pings_while_the_stream_is_idle(

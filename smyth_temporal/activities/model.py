@@ -98,5 +98,5 @@ class ModelActivities:
         provider = self._provider
         if request.stream_id is None or not isinstance(provider, StreamingModelProvider):
             return await provider.complete(request)
-        async with streaming_deltas(request.stream_id, request.step) as deltas:
+        async with streaming_deltas(request.stream_id, request.step, request.live) as deltas:
             return await provider.stream(request, deltas.add)

@@ -22,6 +22,7 @@ from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
 from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.interrupts import Interrupts
+from smyth_temporal.agent.live import live_target
 from smyth_temporal.agent.versions import record_versions, step_versions
 from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
 from smyth_temporal.tools._tool import Tool
@@ -78,6 +79,7 @@ class Loop:
         """
         config, conversation, events = self._config, self._conversation, self._events
         message_id = events.next_message_id()
+        live = live_target(message_id) if config.stream else None
         request = ModelRequest(
             model=config.model,
             messages=prompt,
@@ -87,13 +89,21 @@ class Loop:
             step=conversation.step + 1,
             output=config.output.schema if config.output else None,
             stream_id=message_id if config.stream else None,
+            live=live,
             tenant=self._tenant(),
         )
         versions = step_versions(
             request.step, instructions=config.instructions, model=config.model, tools=tools
         )
         conversation.versions = record_versions(conversation.versions, versions)
-        events.publish(TurnStarted(step=request.step, message_id=message_id, versions=versions))
+        events.publish(
+            TurnStarted(
+                step=request.step,
+                message_id=message_id,
+                versions=versions,
+                live=live.workflow_id if live else None,
+            )
+        )
         conversation.status = "thinking"
         call = start_model(config, request, summary=f"model turn {request.step}")
         await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())

@@ -6,28 +6,58 @@ update open on the run, and Temporal admits only a few in-flight updates per wor
 approval decisions and session messages the run must take. So a process reads each
 run once: a ``Feed`` polls on behalf of every local reader and keeps the events they
 have not all read yet.
+
+A streamed turn's text is not in the run's stream: its ``turn_started`` names the turn's
+live channel (``types.live``), which the feed follows until the channel ends, merging
+its ``text_delta`` events in as they come. The message's ``message`` event (and
+whatever follows it) waits for the channel's last delta, so a reader always gets the
+text before the message it adds up to.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import structlog
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.clients._base import rpc_error
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError
-from smyth_temporal.types.events import EVENTS_TOPIC, AgentEvent, parse_event
+from smyth_temporal.types.events import (
+    EVENTS_TOPIC,
+    AgentEvent,
+    MessageCompleted,
+    RunFinished,
+    TextDelta,
+    TextReset,
+    TurnFinished,
+    TurnStarted,
+    parse_event,
+)
 
-__all__ = ["POLL_COOLDOWN", "Feed", "Feeds"]
+__all__ = ["LIVE_DRAIN", "POLL_COOLDOWN", "Feed", "Feeds"]
 
 POLL_COOLDOWN = timedelta(milliseconds=50)
 """Pause between two polls of a caught-up feed: each poll is an update in the run's
 history, so this bounds what watching costs (at most 20 polls a second)."""
+
+LIVE_DRAIN = timedelta(seconds=5)
+"""How long a turn's ``message`` waits for the end of its live channel (the model call
+closed it before returning; a channel that does not end is a view lost, not a wait)."""
+
+_LOOKBACK = 16
+"""Events a feed reads before a reader's offset, to find the turn it resumes in."""
+
+_LIVE_RETRY = (0.02, 0.25)
+"""First and longest pause between looks for a live channel not started yet."""
+
+_log = structlog.get_logger("smyth_temporal.client")
 
 
 class Feed:
@@ -43,8 +73,15 @@ class Feed:
         self.workflow_id = workflow_id
         self.start = start
         self.readers = 0
+        self._client = client
         self._events: list[AgentEvent] = []
         self._offsets: list[int] = []
+        self._live: list[bool] = []
+        """Whether each event came from a live channel (its offset is the one before)."""
+        self._last = start - 1
+        """The offset of the latest event of the run's own stream."""
+        self._channels: dict[str, asyncio.Task[None]] = {}
+        """The live channels followed, by message id."""
         self._error: Exception | None = None
         self._done = False
         self._changed = asyncio.Event()
@@ -54,15 +91,30 @@ class Feed:
     async def read(self, after: int) -> AsyncIterator[AgentEvent]:
         """Every event with an offset above ``after``, in order, until the run ends.
 
+        Also the text deltas that followed the event at ``after``: a reader resuming
+        mid-message reads its text again from the start, after a ``text_reset``.
+
         Raises:
             AgentNotFoundError: No run has that workflow id.
             ClientError: The run has no event stream (it began before 0.3.0).
         """
-        index = bisect.bisect_right(self._offsets, after)
+        index = bisect.bisect_left(self._offsets, after)
+        restarted: set[str | None] = set()
         while True:
             while index < len(self._events):
-                yield self._events[index]
+                event, live = self._events[index], self._live[index]
                 index += 1
+                if not live:
+                    if event.offset > after:
+                        yield event
+                    continue
+                if event.offset < after:
+                    continue  # text of a turn before the reader's offset
+                if event.offset == after and event.message_id not in restarted:
+                    restarted.add(event.message_id)
+                    if isinstance(event, TextDelta):
+                        yield _restart(event)
+                yield event
             if self._done:
                 if self._error is not None:
                     raise self._error
@@ -74,14 +126,22 @@ class Feed:
         """Stop polling (the last reader left)."""
         self._task.cancel()
 
+    def _append(self, event: AgentEvent, *, live: bool) -> None:
+        if not live:
+            self._last = event.offset
+        self._events.append(event)
+        self._offsets.append(event.offset)
+        self._live.append(live)
+        self._changed.set()
+
     async def _pump(self) -> None:
         try:
             async for item in self._stream.subscribe(
                 [EVENTS_TOPIC], from_offset=self.start, poll_cooldown=POLL_COOLDOWN
             ):
-                self._events.append(parse_event(item.data, offset=item.offset))
-                self._offsets.append(item.offset)
-                self._changed.set()
+                event = parse_event(item.data, offset=item.offset)
+                await self._channels_before(event)
+                self._append(event, live=False)
         except WorkflowUpdateFailedError as exc:
             self._error = ClientError(
                 f"agent {self.workflow_id} has no event stream (it began before 0.3.0, "
@@ -93,8 +153,59 @@ class Feed:
                 not_found=AgentNotFoundError(f"no agent run with workflow id {self.workflow_id!r}"),
             )
         finally:
+            for channel in self._channels.values():
+                channel.cancel()
             self._done = True
             self._changed.set()
+
+    async def _channels_before(self, event: AgentEvent) -> None:
+        """Follow the live channel a turn opens; let its text in before its message."""
+        if isinstance(event, TurnStarted):
+            if event.live is not None and event.message_id is not None:
+                self._channels[event.message_id] = asyncio.create_task(self._follow(event.live))
+            return
+        if isinstance(event, RunFinished):
+            ended = list(self._channels)
+        elif isinstance(event, MessageCompleted | TurnFinished):
+            ended = [event.message_id] if event.message_id in self._channels else []
+        else:
+            return
+        for message_id in ended:
+            channel = self._channels.pop(message_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(channel), LIVE_DRAIN.total_seconds())
+            channel.cancel()
+
+    async def _follow(self, live_id: str) -> None:
+        """Merge a live channel's events in until the channel ends."""
+        stream = WorkflowStreamClient.create(self._client, live_id)
+        next_offset, pause = 0, _LIVE_RETRY[0]
+        while True:
+            try:
+                async for item in stream.subscribe(
+                    [EVENTS_TOPIC], from_offset=next_offset, poll_cooldown=POLL_COOLDOWN
+                ):
+                    next_offset = item.offset + 1
+                    self._append(parse_event(item.data, offset=self._last), live=True)
+                return
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    _log.warning("events.live_failed", workflow_id=live_id, error=str(exc))
+                    return
+            # Not started yet: the model activity starts it as the call begins.
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LIVE_RETRY[1])
+
+
+def _restart(delta: TextDelta) -> TextReset:
+    """The ``text_reset`` a resuming reader gets before a message's text read again."""
+    return TextReset(
+        offset=delta.offset,
+        run_id=delta.run_id,
+        step=delta.step,
+        message_id=delta.message_id,
+        attempt=delta.attempt,
+    )
 
 
 class Feeds:
@@ -107,11 +218,14 @@ class Feeds:
     async def events(self, workflow_id: str, after: int | None) -> AsyncIterator[AgentEvent]:
         """The run's events after offset ``after`` (``None``: from the first)."""
         after = -1 if after is None else after
+        # From a few events back: a reader resuming mid-turn needs the feed to see the
+        # ``turn_started`` that named the turn's live channel (readers skip the rest).
+        start = max(after + 1 - _LOOKBACK, 0)
         feed = self._feeds.get(workflow_id)
-        shared = feed is not None and feed.start <= after + 1
+        shared = feed is not None and feed.start <= start
         if feed is None or not shared:
             # A reader further back than the shared feed reads alone, from its offset.
-            feed = Feed(self._client, workflow_id, after + 1)
+            feed = Feed(self._client, workflow_id, start)
             if workflow_id not in self._feeds:
                 self._feeds[workflow_id] = feed
         feed.readers += 1

@@ -27,14 +27,19 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal.agent.memory_admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.clients._base import AgentRef, agent_name, rpc_error
 from smyth_temporal.clients._runs import RunsClient
 from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.clients._visibility import PAUSED, executions
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, PauseUnavailableError
 from smyth_temporal.settings import WORKFLOW_PAUSE_SETTING
+from smyth_temporal.types.budget import BUDGET_WORKFLOW
+from smyth_temporal.types.live import LIVE_WORKFLOW
 
 __all__ = ["PauseClient", "Paused", "is_paused"]
+
+_INTERNAL_WORKFLOWS = (BUDGET_WORKFLOW, LIVE_WORKFLOW, MEMORY_ADMIN_WORKFLOW)
 
 log = structlog.get_logger("smyth_temporal.clients")
 
@@ -201,7 +206,10 @@ class PauseClient(RunsClient):
         self, status: RawStatus.ValueType, agent: AgentRef | None
     ) -> AsyncIterator[tuple[str, str]]:
         name = "Paused" if status == _PAUSED else "Running"
-        query = f"ExecutionStatus = '{name}'"
+        # Never the SDK's own workflows: a tenant's budget paused would stall all its
+        # agents' model calls.
+        internal = ", ".join(f"'{each}'" for each in _INTERNAL_WORKFLOWS)
+        query = f"ExecutionStatus = '{name}' AND WorkflowType NOT IN ({internal})"
         if agent is not None:
             query += f" AND WorkflowType = '{agent_name(agent)}'"
         async for execution in executions(self.client, query):

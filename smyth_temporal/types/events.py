@@ -111,6 +111,9 @@ class TurnStarted(_Event):
     versions: StepVersions | None = None
     """What the step runs with (instructions, model, tool schemas, worker build).
     Added in 0.5.0."""
+    live: str | None = None
+    """The workflow id of the turn's live text channel when the turn streams: its
+    ``text_delta`` events are read from there (``types.live``). Added in 0.6.0."""
 
 
 class TurnFinished(_Event):
@@ -121,7 +124,12 @@ class TurnFinished(_Event):
 
 
 class TextDelta(_Event):
-    """A piece of the text the model is writing, in order, from one attempt."""
+    """A piece of the text the model is writing, in order, from one attempt.
+
+    Text deltas come from the turn's live channel, not the run's stream (since 0.6.0):
+    their ``offset`` is that of the run's event they follow, so a reader resuming
+    after it reads the message's text again from the start, after a ``text_reset``.
+    """
 
     kind: Literal["text_delta"] = "text_delta"
     text: str

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from smyth_temporal.types.live import LiveTarget
 from smyth_temporal.types.messages import Message, Usage
 
 __all__ = [
@@ -77,6 +78,10 @@ class ModelRequest(BaseModel):
     """When set, the model activity streams the text to the run's event stream as
     ``text_delta`` events of this message id (the result is the whole message either
     way). Added in 0.3.0."""
+    live: LiveTarget | None = None
+    """Where the streamed text goes: the turn's live channel (``types.live``). ``None``
+    on a call scheduled before 0.6.0, which streams to the run's own stream. Added in
+    0.6.0."""
     tenant: str = "default"
     """Whose agent asks: the fairness key of the call on the model task queue.
     Added in 0.5.0."""
