@@ -34,6 +34,9 @@ class LiveClient(RunsClient):
         Ends when the run ends (after continue-as-new it goes on with the next run).
         Every event has its stream ``offset``: pass the last one seen as ``after`` to
         resume after a disconnect. Readers of one run in one process share one poll.
+        Streamed text comes from each turn's live channel, merged in before the turn's
+        message; a ``text_delta`` has the offset of the event it follows, so resuming
+        after one reads the message's text again, after a ``text_reset`` (0.6.0).
 
         ```python
         async for event in agents.events(workflow_id):
