@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import structlog
@@ -80,7 +80,7 @@ class Feed:
         """Whether each event came from a live channel (its offset is the one before)."""
         self._last = start - 1
         """The offset of the latest event of the run's own stream."""
-        self._channels: dict[str, asyncio.Task[None]] = {}
+        self._channels: dict[str, _LiveChannel] = {}
         """The live channels followed, by message id."""
         self._error: Exception | None = None
         self._done = False
@@ -162,38 +162,67 @@ class Feed:
         """Follow the live channel a turn opens; let its text in before its message."""
         if isinstance(event, TurnStarted):
             if event.live is not None and event.message_id is not None:
-                self._channels[event.message_id] = asyncio.create_task(self._follow(event.live))
+                self._channels[event.message_id] = _LiveChannel(
+                    self._client, event.live, self._add_live
+                )
             return
         if isinstance(event, RunFinished):
             ended = list(self._channels)
-        elif isinstance(event, MessageCompleted | TurnFinished):
+        elif isinstance(event, MessageCompleted | TurnFinished) and event.message_id:
             ended = [event.message_id] if event.message_id in self._channels else []
         else:
             return
         for message_id in ended:
-            channel = self._channels.pop(message_id)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(channel), LIVE_DRAIN.total_seconds())
-            channel.cancel()
+            await self._channels.pop(message_id).finish()
 
-    async def _follow(self, live_id: str) -> None:
-        """Merge a live channel's events in until the channel ends."""
-        stream = WorkflowStreamClient.create(self._client, live_id)
+    def _add_live(self, data: object) -> None:
+        self._append(parse_event(data, offset=self._last), live=True)
+
+
+class _LiveChannel:
+    """A turn's live channel as a feed follows it, from its start to its end.
+
+    The model activity starts the channel as its call begins, so the turn's
+    ``turn_started`` may come first: until then the channel is looked for again, a
+    little less often each time.
+    """
+
+    def __init__(self, client: Client, live_id: str, add: Callable[[object], None]) -> None:
+        self._stream = WorkflowStreamClient.create(client, live_id)
+        self._live_id = live_id
+        self._add = add
+        self._over = asyncio.Event()
+        self.task = asyncio.create_task(self._follow())
+
+    def cancel(self) -> None:
+        """Stop following (the feed ends)."""
+        self.task.cancel()
+
+    async def finish(self) -> None:
+        """The turn is over: read the rest of its text, if it has a channel, and stop."""
+        self._over.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.task), LIVE_DRAIN.total_seconds())
+        self.task.cancel()
+
+    async def _follow(self) -> None:
         next_offset, pause = 0, _LIVE_RETRY[0]
         while True:
             try:
-                async for item in stream.subscribe(
+                async for item in self._stream.subscribe(
                     [EVENTS_TOPIC], from_offset=next_offset, poll_cooldown=POLL_COOLDOWN
                 ):
                     next_offset = item.offset + 1
-                    self._append(parse_event(item.data, offset=self._last), live=True)
+                    self._add(item.data)
                 return
             except RPCError as exc:
                 if exc.status != RPCStatusCode.NOT_FOUND:
-                    _log.warning("events.live_failed", workflow_id=live_id, error=str(exc))
+                    _log.warning("events.live_failed", workflow_id=self._live_id, error=str(exc))
                     return
-            # Not started yet: the model activity starts it as the call begins.
-            await asyncio.sleep(pause)
+                if self._over.is_set():
+                    return  # the turn ended without streaming (a provider that cannot)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._over.wait(), pause)
             pause = min(pause * 2, _LIVE_RETRY[1])
 
 
