@@ -25,7 +25,7 @@ from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.agent.budget import TenantBudget, VersionedTenantBudget
-from smyth_temporal.agent.live import LiveText
+from smyth_temporal.agent.live import LiveChannel
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
@@ -270,7 +270,7 @@ class SmythPlugin(SimplePlugin):
         versioned = deployment is not None and deployment.use_worker_versioning
         budget = VersionedTenantBudget if versioned else TenantBudget
         # Streamed turns write their text to a live channel on the agent's queue.
-        config["workflows"] = [*config.get("workflows", ()), budget, LiveText]
+        config["workflows"] = [*config.get("workflows", ()), budget, LiveChannel]
         if serves_memory:
             # Clients reach memory through this workflow (see MemoryAdmin). A worker
             # whose agents only archive transcripts leaves that to one that has memory.

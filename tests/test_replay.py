@@ -31,7 +31,7 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from smyth_temporal import AgentInput, AgentResult, Message, SmythPlugin, Tool, ToolCall
-from smyth_temporal.agent.live import LiveText
+from smyth_temporal.agent.live import LiveChannel
 from tests.agents import Analyst, Rater, Summarizer
 from tests.budget_agents import AskingSpender
 from tests.context_agents import Concierge, Digest, Relay
@@ -65,7 +65,17 @@ async def test_history_replays(path: Path) -> None:
     events = json.loads(path.read_text())["events"]
     assert events[-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"
 
-    agents = (Analyst, Summarizer, Digest, Relay, Concierge, Rater, Clock, AskingSpender, LiveText)
+    agents = (
+        Analyst,
+        Summarizer,
+        Digest,
+        Relay,
+        Concierge,
+        Rater,
+        Clock,
+        AskingSpender,
+        LiveChannel,
+    )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None
 

@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal.exceptions import ConfigurationError, ModelError
 from smyth_temporal.types.events import EVENTS_TOPIC, TextDelta, TextReset
-from smyth_temporal.types.live import LIVE_CLOSE_SIGNAL, LIVE_WORKFLOW, LiveTarget, LiveTextInput
+from smyth_temporal.types.live import LIVE_CLOSE_SIGNAL, LIVE_WORKFLOW, LiveChannelInput, LiveTarget
 
 __all__ = ["DELTA_INTERVAL", "MAX_DELTA_INTERVAL", "DeltaPublisher", "streaming_deltas"]
 
@@ -190,7 +190,7 @@ class _Channel:
 
     def __init__(self, target: LiveTarget, workflow_id: str, message_id: str) -> None:
         self.target = target
-        self._input = LiveTextInput(agent_workflow_id=workflow_id, message_id=message_id)
+        self._input = LiveChannelInput(agent_workflow_id=workflow_id, message_id=message_id)
 
     async def open(self) -> None:
         """Start the channel, or join it (a retried attempt writes to the same one)."""

@@ -18,12 +18,12 @@ from smyth_temporal.types.live import (
     LIVE_CLOSE_SIGNAL,
     LIVE_TIMEOUT,
     LIVE_WORKFLOW,
+    LiveChannelInput,
     LiveTarget,
-    LiveTextInput,
     live_workflow_id,
 )
 
-__all__ = ["LiveText", "live_target"]
+__all__ = ["LiveChannel", "live_target"]
 
 
 def live_target(message_id: str) -> LiveTarget:
@@ -35,11 +35,11 @@ def live_target(message_id: str) -> LiveTarget:
 
 
 @workflow.defn(name=LIVE_WORKFLOW)
-class LiveText:
+class LiveChannel:
     """Hosts one message's text deltas until the model call closes it (or times out)."""
 
     @workflow.init
-    def __init__(self, input: LiveTextInput) -> None:
+    def __init__(self, input: LiveChannelInput) -> None:
         # The stream registers its publish signal and poll handlers here, before the
         # first workflow task's signals (a start may come with the first batch).
         self._stream = WorkflowStream()
@@ -51,7 +51,7 @@ class LiveText:
         self._closed = True
 
     @workflow.run
-    async def run(self, input: LiveTextInput) -> None:
+    async def run(self, input: LiveChannelInput) -> None:
         """Wait for the close, then release the readers and end.
 
         Readers of an ended channel read what is left by query, so nothing published

@@ -21,8 +21,8 @@ __all__ = [
     "LIVE_CLOSE_SIGNAL",
     "LIVE_TIMEOUT",
     "LIVE_WORKFLOW",
+    "LiveChannelInput",
     "LiveTarget",
-    "LiveTextInput",
     "live_workflow_id",
 ]
 
@@ -57,7 +57,7 @@ class LiveTarget(BaseModel):
     """The agent's task queue: its workers run the live workflow too."""
 
 
-class LiveTextInput(BaseModel):
+class LiveChannelInput(BaseModel):
     """The live workflow's input: whose text it carries (for people reading a listing)."""
 
     model_config = ConfigDict(frozen=True)
