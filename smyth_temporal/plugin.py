@@ -21,6 +21,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from smyth_temporal._passthrough import shared_modules
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
@@ -121,7 +122,9 @@ class SmythPlugin(SimplePlugin):
     history in a content-addressed store (see ``smyth_temporal.storage``). On a worker
     (inherited from the client): the model activity with the worker's model provider,
     one activity per tool of every agent class in ``workflows``, the workflow sandbox's
-    passthrough modules, and a short sticky-queue timeout for fast crash recovery.
+    passthrough modules (smyth's deterministic layers, and the modules of the agents'
+    tools and their types: see ``passthrough_modules``), and a short sticky-queue
+    timeout for fast crash recovery.
 
     ```python
     client = await Client.connect("localhost:7233", plugins=[SmythPlugin(model=provider)])
@@ -129,7 +132,8 @@ class SmythPlugin(SimplePlugin):
     ```
 
     Added in 0.1.0. Changed in 0.2.0: ``payload_storage``. Changed in 0.3.0:
-    ``mcp_servers``. Changed in 0.4.0: ``encryption``, ``secrets``.
+    ``mcp_servers``. Changed in 0.4.0: ``encryption``, ``secrets``. Changed in 0.6.0:
+    ``passthrough_modules``; workers share the modules of their agents' tools.
     """
 
     def __init__(
@@ -146,6 +150,7 @@ class SmythPlugin(SimplePlugin):
         serve_model_queue: bool = True,
         prices: PriceTable | None = None,
         tracing: bool | TracerProvider = False,
+        passthrough_modules: Sequence[str] = (),
     ) -> None:
         """Create the plugin.
 
@@ -199,6 +204,13 @@ class SmythPlugin(SimplePlugin):
                 tracer provider, a ``TracerProvider`` to that one. Set it on the
                 client that starts agents too, so that one run is one trace. Needs
                 the ``otel`` extra. Added in 0.5.0.
+            passthrough_modules: More of your modules that workflow code imports and
+                every run may share (pydantic models, constants), instead of the
+                sandbox importing them again for each run it starts. A worker already
+                shares the modules its agents' tools, their argument types and the
+                agents' ``output_type`` come from, unless such a module defines or
+                imports a workflow (those stay per run, like the agents' own modules).
+                Share only modules whose state no workflow code changes. Added in 0.6.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -234,6 +246,7 @@ class SmythPlugin(SimplePlugin):
         self._model_calls: dict[str, Callable[..., Any]] = {}
         self._serve_model_queue = serve_model_queue
         self._prices = prices
+        self._passthrough = tuple(passthrough_modules)
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -246,9 +259,11 @@ class SmythPlugin(SimplePlugin):
         agents: list[type[AgentWorkflow]] = [
             w for w in config.get("workflows") or () if _is_agent(w)
         ]
+        tools = [t for agent in agents for t in agent.config.tools] + list(self._tools)
+        shared = [*self._passthrough, *shared_modules(agents, tools)]
+        config["workflow_runner"] = _with_passthrough(config.get("workflow_runner"), *shared)
         if not agents and not self._tools:
             return config
-        tools = [t for agent in agents for t in agent.config.tools] + list(self._tools)
         activities: list[Callable[..., Any]] = list(config.get("activities") or ())
         secrets = self._worker_secrets(tools)
         activities += tool_activities(tools, secrets)
@@ -417,9 +432,9 @@ def _is_agent(cls: object) -> TypeGuard[type[AgentWorkflow]]:
     return isinstance(cls, type) and issubclass(cls, AgentWorkflow) and hasattr(cls, "config")
 
 
-def _with_passthrough(existing: WorkflowRunner | None) -> WorkflowRunner:
+def _with_passthrough(existing: WorkflowRunner | None, *modules: str) -> WorkflowRunner:
     runner = existing or SandboxedWorkflowRunner()
     if not isinstance(runner, SandboxedWorkflowRunner):
         return runner  # the user chose an unsandboxed runner on purpose
-    restrictions = runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    restrictions = runner.restrictions.with_passthrough_modules(*PASSTHROUGH_MODULES, *modules)
     return dataclasses.replace(runner, restrictions=restrictions)

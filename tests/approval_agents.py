@@ -8,7 +8,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
-from tests.agents import Order, record
+from tests.trading import Order, record
 
 
 @tool(effect="side_effect", requires_approval=lambda order: order.quantity > 100)
