@@ -7,8 +7,9 @@ the retry policy's) wherever temporalio has one:
 - ``PlainRecovery``: the crash-recovery probe's work as three activities (a quote, a
   2 s lookup, a quote). temporalio has no default timeout, so each activity gets a
   ``start_to_close_timeout`` of 10 s (five times the slow call) and no heartbeat.
-- ``PlainWaiter``: one activity (the agent's model turn), then it waits on a signal
-  (the agent's approval), then returns.
+- ``PlainWaiter``: one activity (the agent's model turn), then it waits for the
+  ``decide`` update (the agent's approval), then runs two activities (the approved
+  tool's call and the model's last turn) and returns.
 
 Every activity writes a JSON-lines ledger entry (``tool``, ``attempt``, ``pid``) like
 ``tests.worker_process`` does, so the benches read both kinds of worker the same way.
@@ -91,9 +92,16 @@ class PlainRecovery:
         return f"{first} | {looked} | {last}"
 
 
+@activity.defn
+async def plain_act(symbol: str) -> str:
+    """A fast call with a side effect (the approved tool's)."""
+    _record("plain_act", symbol=symbol)
+    return f"sold {symbol}"
+
+
 @workflow.defn
 class PlainWaiter:
-    """One activity, then a wait for the ``decide`` signal."""
+    """One activity, a wait for the ``decide`` update, then two more activities."""
 
     def __init__(self) -> None:
         self._decision: str | None = None
@@ -102,11 +110,18 @@ class PlainWaiter:
     async def run(self, symbol: str) -> str:
         await workflow.execute_activity(plain_quote, symbol, start_to_close_timeout=PLAIN_TIMEOUT)
         await workflow.wait_condition(lambda: self._decision is not None)
-        return f"{symbol}: {self._decision}"
+        done = await workflow.execute_activity(
+            plain_act, symbol, start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        last = await workflow.execute_activity(
+            plain_quote, symbol, start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        return f"{self._decision}: {done} | {last}"
 
-    @workflow.signal
-    def decide(self, decision: str) -> None:
+    @workflow.update
+    def decide(self, decision: str) -> str:
         self._decision = decision
+        return decision
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -121,7 +136,7 @@ async def _serve(args: argparse.Namespace) -> None:
         client,
         task_queue=args.task_queue,
         workflows=[PlainRecovery, PlainWaiter],
-        activities=[plain_quote, plain_lookup],
+        activities=[plain_quote, plain_lookup, plain_act],
         identity=identity,
         graceful_shutdown_timeout=timedelta(seconds=1),
     )

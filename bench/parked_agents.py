@@ -1,18 +1,19 @@
-"""Worker memory of parked agents, beside plain temporalio workflows parked the same way.
+"""Worker memory of parked agents and the pace of approving them all, beside plain workflows.
 
 From the repository root::
 
-    .venv/bin/python -m bench.parked_agents [--agents 200 500 1000]
+    .venv/bin/python -m bench.parked_agents [--agents 200 500 1000] [--many 10000]
         [--json bench/results/parked_agents.json]
 
-For every N, two fresh worker processes on one dev server, one after the other:
+For every N of ``--agents``, two fresh worker processes on one dev server, one after
+the other:
 
 - smyth: ``tests.worker_process`` (``SmythPlugin``, the SDK's defaults) and N
   ``Trader`` agents, each of which takes one model turn (a ``ScriptedModel``) that
   calls ``sell``, an approval-gated tool, and then waits for the decision;
 - baseline: ``bench._plain_worker`` (plain temporalio, its defaults) and N
-  ``PlainWaiter`` workflows, each of which runs one activity and then waits on a
-  signal.
+  ``PlainWaiter`` workflows, each of which runs one activity and then waits for an
+  update.
 
 The worker's resident memory (``VmRSS`` from ``/proc``) is read once it polls (idle),
 once one warm-up run has parked (warm: the first run pays for the sandbox's imports,
@@ -20,6 +21,15 @@ a fixed cost), and once N more runs are parked (every run's activity is in the l
 and the RSS has stopped moving). Printed per N: the three readings of each worker, the
 cost per run ((parked - warm) / N) and the ratio smyth / baseline. With the default
 workflow cache (1,000 runs) every parked run stays cached.
+
+At the largest N, every parked run is then approved (50 decisions in flight, each an
+update that waits until the run has taken it): an agent runs ``sell`` (an activity)
+and a last model turn (another), a ``PlainWaiter`` two activities. Approve-all
+throughput = N / seconds from the first decision to the last run completed.
+
+``--many`` (0 to skip) parks that many runs on each kind of worker, with the default
+worker settings: most runs are evicted from the workflow cache (temporalio keeps
+1,000), as they would be on a real worker. Printed: the RSS of each worker.
 """
 
 from __future__ import annotations
@@ -46,8 +56,9 @@ from tests.approval_agents import Trader
 from tests.worker_process import WorkerProcess, spawn_worker
 
 MiB = 1024 * 1024
-START_CONCURRENCY = 50
-"""Starts in flight at once (the dev server refuses thousands of concurrent calls)."""
+CONCURRENCY = 50
+"""Starts and decisions in flight at once (the dev server refuses thousands of
+concurrent calls)."""
 
 
 def rss(pid: int) -> int:
@@ -80,56 +91,96 @@ class Sample:
     parked: int
     seconds: float
     """From the first start to the last run parked."""
+    approve_seconds: float | None = None
+    """From the first decision to the last run completed (``None``: not approved)."""
 
     @property
     def per_run(self) -> float:
         return (self.parked - self.warm) / self.runs
 
+    @property
+    def approved_per_second(self) -> float:
+        assert self.approve_seconds is not None
+        return self.runs / self.approve_seconds
 
-async def measure(
-    spawn: Callable[[], Awaitable[WorkerProcess]],
-    start: Callable[[int], Awaitable[object]],
-    ledger: Path,
-    parked_entry: str,
-    runs: int,
-) -> Sample:
-    worker = await spawn()
+
+@dataclass(frozen=True)
+class Side:
+    """One kind of worker, and how the bench drives its runs."""
+
+    client: Client
+    task_queue: str
+    spawn: Callable[[], Awaitable[WorkerProcess]]
+    start: Callable[[int], Awaitable[object]]
+    """Start run number n (the warm-up run is number ``runs``)."""
+    approve: Callable[[int], Awaitable[object]]
+    """Decide run number n and return once the run has taken the decision."""
+    parked_entry: str
+    """The ledger entry a run writes last before it parks."""
+    scratch: Path
+
+    @property
+    def ledger(self) -> Path:
+        return self.scratch / f"{self.task_queue}.jsonl"
+
+    def count(self, entry: str) -> int:
+        return sum(e["tool"] == entry for e in read_ledger(self.ledger))
+
+    async def completed(self) -> int:
+        query = f'TaskQueue = "{self.task_queue}" AND ExecutionStatus = "Completed"'
+        return (await self.client.count_workflows(query)).count
+
+
+async def _gated(call: Callable[[int], Awaitable[object]], runs: int) -> None:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(number: int) -> None:
+        async with gate:
+            await call(number)
+
+    await asyncio.gather(*(one(n) for n in range(runs)))
+
+
+async def measure(side: Side, runs: int, *, approve: bool = False) -> Sample:
+    worker = await side.spawn()
     try:
         idle = await settled_rss(worker.pid)
-        await start(runs)  # the warm-up run
-        while sum(e["tool"] == parked_entry for e in read_ledger(ledger)) < 1:
+        await side.start(runs)  # the warm-up run
+        while side.count(side.parked_entry) < 1:
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)
         warm = await settled_rss(worker.pid)
         began = time.monotonic()
-        gate = asyncio.Semaphore(START_CONCURRENCY)
-
-        async def one(number: int) -> None:
-            async with gate:
-                await start(number)
-
-        await asyncio.gather(*(one(n) for n in range(runs)))
-        while sum(e["tool"] == parked_entry for e in read_ledger(ledger)) < runs + 1:
-            await asyncio.sleep(0.2)
+        await _gated(side.start, runs)
+        while side.count(side.parked_entry) < runs + 1:
+            await asyncio.sleep(0.5)
         seconds = time.monotonic() - began
         # The activity's result still goes through a workflow task: let them finish.
         await asyncio.sleep(2.0)
         parked = await settled_rss(worker.pid)
+        approve_seconds = await _approve_all(side, runs) if approve else None
     finally:
         await worker.stop()
-    return Sample(runs, idle, warm, parked, seconds)
+    return Sample(runs, idle, warm, parked, seconds, approve_seconds)
 
 
-async def measure_smyth(client: Client, runs: int, scratch: Path) -> Sample:
+async def _approve_all(side: Side, runs: int) -> float:
+    began = time.monotonic()
+    await _gated(side.approve, runs)
+    while await side.completed() < runs:
+        await asyncio.sleep(0.2)
+    return time.monotonic() - began
+
+
+def smyth_side(client: Client, scratch: Path) -> Side:
     task_queue = new_task_queue("bench-parked")
-    ledger = scratch / f"{task_queue}.jsonl"
     agents = AgentClient(client, task_queue=task_queue)
 
     async def spawn() -> WorkerProcess:
         return await spawn_worker(
             address=client.service_client.config.target_host,
             task_queue=task_queue,
-            ledger=ledger,
+            ledger=side.ledger,
             script="approval-sell",
             log=scratch / f"{task_queue}.log",
         )
@@ -139,18 +190,21 @@ async def measure_smyth(client: Client, runs: int, scratch: Path) -> Sample:
             Trader, AgentInput(prompt="Sell ACME"), id=f"{task_queue}-{number}"
         )
 
-    return await measure(spawn, start, ledger, "model", runs)
+    async def approve(number: int) -> object:
+        return await agents.approve(f"{task_queue}-{number}", by="bench")
+
+    side = Side(client, task_queue, spawn, start, approve, "model", scratch)
+    return side
 
 
-async def measure_plain(client: Client, runs: int, scratch: Path) -> Sample:
+def plain_side(client: Client, scratch: Path) -> Side:
     task_queue = new_task_queue("bench-parked-plain")
-    ledger = scratch / f"{task_queue}.jsonl"
 
     async def spawn() -> WorkerProcess:
         return await spawn_plain_worker(
             address=client.service_client.config.target_host,
             task_queue=task_queue,
-            ledger=ledger,
+            ledger=side.ledger,
             log=scratch / f"{task_queue}.log",
         )
 
@@ -159,7 +213,12 @@ async def measure_plain(client: Client, runs: int, scratch: Path) -> Sample:
             PlainWaiter.run, "ACME", id=f"{task_queue}-{number}", task_queue=task_queue
         )
 
-    return await measure(spawn, start, ledger, "plain_quote", runs)
+    async def approve(number: int) -> object:
+        handle = client.get_workflow_handle(f"{task_queue}-{number}")
+        return await handle.execute_update(PlainWaiter.decide, "approved")
+
+    side = Side(client, task_queue, spawn, start, approve, "plain_quote", scratch)
+    return side
 
 
 def _print(name: str, sample: Sample) -> None:
@@ -169,51 +228,103 @@ def _print(name: str, sample: Sample) -> None:
         f"per run {sample.per_run / 1024:6.1f} KiB  (all parked after {sample.seconds:5.1f} s)",
         flush=True,
     )
+    if sample.approve_seconds is not None:
+        print(
+            f"  {name:8} approved all {sample.runs} in {sample.approve_seconds:5.1f} s: "
+            f"{sample.approved_per_second:5.1f} runs/s",
+            flush=True,
+        )
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.parked_agents")
     parser.add_argument("--agents", type=int, nargs="+", default=[200, 500, 1000])
+    parser.add_argument(
+        "--many", type=int, default=10_000, help="runs parked with the default cache (0: skip)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     args = parser.parse_args()
     configure_logging("WARNING")
     smyth: list[Sample] = []
     plain: list[Sample] = []
+    many: dict[str, Sample] = {}
     env = await start_dev_environment()
     try:
         with tempfile.TemporaryDirectory() as scratch:
             for runs in args.agents:
+                approve = runs == max(args.agents)
                 print(f"\n{runs} parked runs on one worker process")
-                smyth.append(await measure_smyth(env.client, runs, Path(scratch)))
+                smyth.append(
+                    await measure(smyth_side(env.client, Path(scratch)), runs, approve=approve)
+                )
                 _print("smyth", smyth[-1])
-                plain.append(await measure_plain(env.client, runs, Path(scratch)))
+                plain.append(
+                    await measure(plain_side(env.client, Path(scratch)), runs, approve=approve)
+                )
                 _print("baseline", plain[-1])
                 print(f"  per run, smyth / baseline: {smyth[-1].per_run / plain[-1].per_run:.1f}x")
+                if approve:
+                    pace = smyth[-1].approved_per_second / plain[-1].approved_per_second
+                    print(f"  approve-all throughput, smyth / baseline: {pace:.2f}x")
+            if args.many:
+                print(f"\n{args.many} parked runs, default worker settings (cache: 1,000 runs)")
+                many["smyth"] = await measure(smyth_side(env.client, Path(scratch)), args.many)
+                _print("smyth", many["smyth"])
+                many["baseline"] = await measure(plain_side(env.client, Path(scratch)), args.many)
+                _print("baseline", many["baseline"])
     finally:
         await env.shutdown()
     if args.json is not None:
-        largest_smyth, largest_plain = smyth[-1], plain[-1]
-        headlines = [
+        write_json(
+            args.json,
+            "parked_agents",
+            _headlines(smyth[-1], plain[-1], many),
+            {
+                "smyth": [vars(s) for s in smyth],
+                "baseline": [vars(s) for s in plain],
+                "many": {key: vars(s) for key, s in many.items()},
+            },
+        )
+
+
+def _headlines(smyth: Sample, plain: Sample, many: dict[str, Sample]) -> list[dict[str, object]]:
+    rows = [
+        headline(
+            f"worker RSS per parked agent ({smyth.runs} parked)",
+            smyth.per_run / 1024,
+            plain.per_run / 1024,
+            "KiB",
+            "baseline: a plain workflow waiting for an update",
+        ),
+        headline(
+            f"worker RSS with {smyth.runs} parked",
+            smyth.parked / MiB,
+            plain.parked / MiB,
+            "MiB",
+            f"idle: {smyth.idle / MiB:.0f} vs {plain.idle / MiB:.0f} MiB",
+        ),
+    ]
+    if smyth.approve_seconds is not None and plain.approve_seconds is not None:
+        rows.append(
             headline(
-                f"worker RSS per parked agent ({largest_smyth.runs} parked)",
-                largest_smyth.per_run / 1024,
-                largest_plain.per_run / 1024,
-                "KiB",
-                "baseline: a plain workflow waiting on a signal",
-            ),
+                f"approve all {smyth.runs} parked, runs completed per second",
+                smyth.approved_per_second,
+                plain.approved_per_second,
+                "runs/s",
+                "an update each, then two activities; higher is better",
+            )
+        )
+    if many:
+        rows.append(
             headline(
-                f"worker RSS with {largest_smyth.runs} parked",
-                largest_smyth.parked / MiB,
-                largest_plain.parked / MiB,
+                f"worker RSS with {many['smyth'].runs} parked (default cache: 1,000)",
+                many["smyth"].parked / MiB,
+                many["baseline"].parked / MiB,
                 "MiB",
-                f"idle: {largest_smyth.idle / MiB:.0f} vs {largest_plain.idle / MiB:.0f} MiB",
-            ),
-        ]
-        data = {
-            "smyth": [vars(s) for s in smyth],
-            "baseline": [vars(s) for s in plain],
-        }
-        write_json(args.json, "parked_agents", headlines, data)
+                "most runs evicted from the workflow cache, as on a real worker",
+            )
+        )
+    return rows
 
 
 if __name__ == "__main__":

@@ -271,6 +271,10 @@ class LedgerModel:
         if delay:
             await asyncio.sleep(delay)
         response = await self._model.complete(request)
+        # ScriptedModel keeps every request for assertions, which nobody makes on a
+        # worker process: a real provider keeps none, and the benches measure what a
+        # parked agent costs the worker, not this list.
+        self._model.requests.clear()
         _record_model("model", request)
         return response
 
