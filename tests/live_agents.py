@@ -15,7 +15,7 @@ from tests.agents import get_quote, record, slow_lookup
 from tests.approval_agents import sell
 
 with workflow.unsafe.imports_passed_through():
-    from smyth_temporal.models import ModelRequest, ModelResponse
+    from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
     from smyth_temporal.testing import ScriptedModel, ScriptStep
 
 
@@ -77,3 +77,22 @@ class GatedModel:
             finally:
                 self.waiting.discard(call)
         return await self.script.complete(request)
+
+
+class HalfWritten(ScriptedModel):
+    """Streams each answer's first word, then holds the rest until ``release``."""
+
+    def __init__(self, steps: list[ScriptStep]) -> None:
+        super().__init__(steps)
+        self.release = asyncio.Event()
+        self.written = asyncio.Event()
+        """Set once the first word is handed over."""
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        response = await self.complete(request)
+        first, _, rest = (response.message.content or "").partition(" ")
+        on_text(f"{first} ")
+        self.written.set()
+        await self.release.wait()
+        on_text(rest)
+        return response

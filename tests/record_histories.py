@@ -223,7 +223,7 @@ async def record_streamed(client: Client, scenario: str) -> str:
 async def record_live_channel(client: Client, scenario: str) -> str:
     """The live channel of the streamed run's answer: its delta signals and close."""
     _, events = await streamed_run(client, scenario)
-    channel = [e.live for e in events if isinstance(e, TurnStarted) and e.live][-1]
+    channel = [e.live.workflow_id for e in events if isinstance(e, TurnStarted) and e.live][-1]
     return (await client.get_workflow_handle(channel).fetch_history()).to_json()
 
 

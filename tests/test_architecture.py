@@ -61,7 +61,7 @@ LAYERS: list[set[str]] = [
     {"clients", "worker", "plugin", "_passthrough", "testing", "devserver", "mcp_server"},
     {"agent"},
     {"context", "activities", "mcp"},
-    {"tools", "memory", "models", "storage", "security", "observability"},
+    {"tools", "memory", "models", "storage", "security", "observability", "_live"},
     {
         "types",
         "exceptions",

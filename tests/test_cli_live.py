@@ -26,12 +26,11 @@ from smyth_temporal._logging import configure_logging
 from smyth_temporal.cli._live import LiveText
 from smyth_temporal.cli.main import main
 from smyth_temporal.clients import ReplyChunk
-from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
-from smyth_temporal.testing import ScriptedModel, ScriptStep, agent_worker, reply, tool_call
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import SessionReply, session_workflow_id
 from tests.agents import Analyst, Rater
 from tests.cli_support import PROCESS_TIMEOUT, ROOT, Outcome, assert_one_error_line
-from tests.live_agents import GatedModel, Operator
+from tests.live_agents import GatedModel, HalfWritten, Operator
 from tests.test_cli_sessions import new_session, worker
 from tests.test_interrupts import flag, until
 
@@ -96,7 +95,9 @@ async def test_watch_shows_a_run_then_exits(
 async def test_watch_json_and_after(
     smyth: Smyth, client: Client, agents: AgentClient, task_queue: str
 ) -> None:
-    model = analyst(piece_delay=0.01)  # the answer streams in several pieces
+    # The answer streams in several pieces, slowly enough that the command (which starts
+    # the turn's live channel) is there before it ends.
+    model = analyst(piece_delay=0.1)
     async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
         handle = await agents.start(Analyst, AgentInput(prompt="How is ACME?"))
         # Watched while it runs: the command ends when the run does.
@@ -272,22 +273,6 @@ async def test_while_busy_reject_is_one_error_line(
     assert (accepted.code, accepted.out) == (0, "second answer\n")
     assert bad.code == 2
     assert "argument --while-busy: invalid choice: 'later'" in bad.err
-
-
-class HalfWritten(ScriptedModel):
-    """Streams each answer's first word, then holds the rest until ``release``."""
-
-    def __init__(self, steps: list[ScriptStep]) -> None:
-        super().__init__(steps)
-        self.release = asyncio.Event()
-
-    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        response = await self.complete(request)
-        first, _, rest = (response.message.content or "").partition(" ")
-        on_text(f"{first} ")
-        await self.release.wait()
-        on_text(rest)
-        return response
 
 
 async def test_send_prints_the_reply_while_it_is_written(

@@ -11,9 +11,11 @@ import itertools
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal import AgentClient, AgentInput, InvalidInterruptError
 from smyth_temporal.clients import _events
@@ -28,8 +30,9 @@ from smyth_temporal.types import (
     ToolCallScheduled,
     TurnStarted,
 )
+from smyth_temporal.types.live import live_workflow_id
 from tests.agents import Analyst
-from tests.live_agents import GatedModel, Operator
+from tests.live_agents import GatedModel, HalfWritten, Operator
 
 ANSWER = "ACME trades at 101.5, up two percent on the week; nothing to do."
 
@@ -103,7 +106,7 @@ async def test_a_run_streams_its_turns_tools_and_text_in_order(
         e for e in events if isinstance(e, TurnStarted) and e.message_id == answer.message_id
     )
     assert turn.live is not None
-    channel = await client.get_workflow_handle(turn.live).describe()
+    channel = await client.get_workflow_handle(turn.live.workflow_id).describe()
     assert (channel.workflow_type, channel.status) == (
         "smyth.live",
         WorkflowExecutionStatus.COMPLETED,
@@ -224,3 +227,51 @@ async def test_a_turn_whose_provider_cannot_stream_is_not_held_back(
     assert [e for e in events if isinstance(e, TurnStarted) and e.live]
     assert not [e for e in events if isinstance(e, TextDelta)]
     assert events[-1].kind == "run_finished" and events[-1].output == ANSWER
+
+
+async def test_nobody_watching_starts_no_channel_and_a_late_reader_gets_the_text_so_far(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = HalfWritten([reply(ANSWER), reply(ANSWER)])
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        # Run to the end with nobody watching: the turn streamed to no channel.
+        model.release.set()
+        unwatched = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
+        assert (await agents.result(unwatched.id)).output == ANSWER
+        with pytest.raises(RPCError) as missing:
+            await client.get_workflow_handle(channel_of(unwatched)).describe()
+        assert missing.value.status == RPCStatusCode.NOT_FOUND
+
+        # The first word is written before anyone reads: a reader that comes then gets
+        # it too, and then the rest.
+        model.release.clear()
+        model.written.clear()
+        handle = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
+        await model.written.wait()
+        with pytest.raises(RPCError):
+            await client.get_workflow_handle(channel_of(handle)).describe()
+        reader = asyncio.create_task(collect(agents, handle.id))
+        while not await is_running(client, channel_of(handle)):
+            await asyncio.sleep(0.05)
+        model.release.set()
+        events = await reader
+    assembler = TextAssembler()
+    for event in events:
+        assembler.add(event)
+    answer = [e for e in events if isinstance(e, MessageCompleted)][-1]
+    assert assembler.text(answer.message_id or "") == ANSWER
+    channel = await client.get_workflow_handle(channel_of(handle)).describe()
+    assert channel.status == WorkflowExecutionStatus.COMPLETED
+
+
+def channel_of(handle: WorkflowHandle[Any, Any]) -> str:
+    """The live channel of a run's first turn."""
+    return live_workflow_id(handle.id, f"{handle.result_run_id}/1")
+
+
+async def is_running(client: Client, workflow_id: str) -> bool:
+    try:
+        described = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return False
+    return described.status == WorkflowExecutionStatus.RUNNING

@@ -4,14 +4,18 @@ Worker side. The model activity hands each piece of text the provider streams to
 ``DeltaPublisher``, which coalesces the pieces and publishes one ``text_delta`` event
 per interval through ``temporalio.contrib.workflow_streams`` (a signal, deduplicated by
 publisher id and sequence). The signals go to the turn's live channel, a workflow of
-its own (``agent.live``, ``types.live``) that this module starts and closes, so the
-agent's history holds none of them. A call scheduled before 0.6.0 names no channel and
-streams to the run's own stream, as it did then.
+its own (``agent.live``, ``types.live``), so the agent's history holds none of them. A
+call scheduled before 0.6.0 names no channel and streams to the run's own stream, as it
+did then.
+
+Readers start the channel when they follow the turn. Until one does, a batch finds no
+channel and is kept (``workflow_streams`` holds a batch whose signal failed and sends it
+first next time), so a reader that comes mid-message still gets its text from the start;
+a turn nobody watches costs a failed signal a second, no workflow.
 
 A retried attempt first publishes ``text_reset``: the earlier attempts' deltas of the
-message are void, so a watcher never shows the same text twice. The channel stays open
-across retries (a retry writes to the same one) and is closed when the call is over:
-answered, cancelled, or failed for good.
+message are void, so a watcher never shows the same text twice. The call closes the
+channel when it is over: answered, cancelled, or failed for good.
 """
 
 from __future__ import annotations
@@ -23,24 +27,34 @@ from datetime import timedelta
 
 import structlog
 from temporalio import activity
-from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal._live import close_channel
 from smyth_temporal.exceptions import ConfigurationError, ModelError
 from smyth_temporal.types.events import EVENTS_TOPIC, TextDelta, TextReset
-from smyth_temporal.types.live import LIVE_CLOSE_SIGNAL, LIVE_WORKFLOW, LiveChannelInput, LiveTarget
+from smyth_temporal.types.live import LiveTarget
 
-__all__ = ["DELTA_INTERVAL", "MAX_DELTA_INTERVAL", "DeltaPublisher", "streaming_deltas"]
+__all__ = [
+    "DELTA_INTERVAL",
+    "MAX_DELTA_INTERVAL",
+    "UNREAD_RETRY",
+    "DeltaPublisher",
+    "streaming_deltas",
+]
 
 DELTA_INTERVAL = timedelta(milliseconds=75)
 """How long text gathers after the first piece (which goes at once) before the next
 batch: the interval then doubles up to ``MAX_DELTA_INTERVAL``."""
 
+UNREAD_RETRY = timedelta(seconds=1)
+"""How often a call whose turn nobody reads looks again for a reader's channel."""
+
 MAX_DELTA_INTERVAL = timedelta(milliseconds=300)
-"""The longest a piece of text waits. Each batch is a signal in the run's history (about
-800 bytes with its workflow task), so a long reply adds about three a second, not one
-per token; short replies still read as live."""
+"""The longest a piece of text waits. Each batch is a signal in the live channel's history
+(about 800 bytes with its workflow task), so a long reply sends about three a second,
+not one per token; short replies still read as live."""
 
 _log = structlog.get_logger("smyth_temporal.model")
 
@@ -56,8 +70,6 @@ class DeltaPublisher:
         run_id: The agent run the model call belongs to.
         interval: How long the second batch gathers (later ones: twice as long, up to
             ``MAX_DELTA_INTERVAL``).
-        opened: Completes once the stream's workflow exists (the live channel being
-            started): nothing is sent before.
     """
 
     def __init__(
@@ -69,7 +81,6 @@ class DeltaPublisher:
         attempt: int,
         run_id: str = "",
         interval: timedelta = DELTA_INTERVAL,
-        opened: Awaitable[None] | None = None,
     ) -> None:
         self._topic = client.topic(EVENTS_TOPIC)
         self._client = client
@@ -80,7 +91,11 @@ class DeltaPublisher:
         self._interval = interval.total_seconds()
         self._pending: list[str] = []
         self._arrived = asyncio.Event()
-        self._opened = opened
+        self.unread = False
+        """Whether the last batch found no channel to take it (nobody reads the turn)."""
+        self.delivered = False
+        """Whether a batch reached the channel (somebody reads the turn)."""
+        self._queued = 0  # events published and not yet delivered
 
     def add(self, text: str) -> None:
         """Take one piece of text (the provider's ``on_text`` callback)."""
@@ -93,17 +108,24 @@ class DeltaPublisher:
         event = TextReset(
             message_id=self._message_id, step=self._step, attempt=self._attempt, run_id=self._run_id
         )
-        self._topic.publish(event)
+        self._publish(event)
         await self._send()
 
     async def run(self) -> None:
-        """Publish text as it arrives, at most once an interval, until cancelled."""
+        """Publish text as it arrives, at most once an interval, until cancelled.
+
+        While no reader's channel takes the text, it is offered again on the same
+        schedule, stretching to ``UNREAD_RETRY``: new text or not, a reader that comes
+        gets what was written so far.
+        """
         interval = self._interval
         while True:
-            await self._arrived.wait()
+            if not self.unread:
+                await self._arrived.wait()
             await self.flush()  # the first text at once: time to first token counts
             await asyncio.sleep(interval)  # then let the next batch gather
-            interval = min(interval * 2, MAX_DELTA_INTERVAL.total_seconds())
+            longest = UNREAD_RETRY if self.unread else MAX_DELTA_INTERVAL
+            interval = min(interval * 2, longest.total_seconds())
 
     async def flush(self) -> None:
         """Publish the text gathered so far as one event and wait until it is delivered.
@@ -116,7 +138,7 @@ class DeltaPublisher:
             await self._send()
             return
         text, self._pending = "".join(self._pending), []
-        self._topic.publish(
+        self._publish(
             TextDelta(
                 text=text,
                 message_id=self._message_id,
@@ -127,10 +149,20 @@ class DeltaPublisher:
         )
         await self._send()
 
+    def _publish(self, event: TextDelta | TextReset) -> None:
+        self._topic.publish(event)
+        self._queued += 1
+
     async def _send(self) -> None:
-        if self._opened is not None:
-            await self._opened  # the channel's start, begun with the call
-        await self._client.flush()
+        try:
+            await self._client.flush()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            self.unread = True  # kept: the next flush sends it first
+        else:
+            self.delivered = self.delivered or self._queued > 0
+            self.unread, self._queued = False, 0
 
 
 @contextlib.asynccontextmanager
@@ -152,12 +184,11 @@ async def streaming_deltas(
     info = activity.info()
     # The stream client's own timer is not used: the publisher flushes on its interval.
     batches = timedelta(hours=1)
-    channel = _Channel(live, info.workflow_id or "", message_id) if live else None
-    if channel is None:
+    if live is None:
         client = WorkflowStreamClient.from_within_activity(batch_interval=batches)
     else:
         client = WorkflowStreamClient.create(
-            activity.client(), channel.target.workflow_id, batch_interval=batches
+            activity.client(), live.workflow_id, batch_interval=batches
         )
     publisher = DeltaPublisher(
         client,
@@ -165,8 +196,6 @@ async def streaming_deltas(
         step=step,
         attempt=info.attempt,
         run_id=info.workflow_run_id or "",
-        # Started beside the provider's request: the first token waits for neither.
-        opened=asyncio.create_task(channel.open()) if channel else None,
     )
     if info.attempt > 1:
         await _quietly(publisher.reset(), step)
@@ -181,31 +210,13 @@ async def streaming_deltas(
         task.cancel()
         await _quietly(task, step)
         await _quietly(publisher.flush(), step)  # what arrived since the last batch
-        if channel is not None and over:
-            await _quietly(channel.close(), step)
+        # A channel no batch reached is closed by the reader that started it late.
+        if live is not None and over and publisher.delivered:
+            await _quietly(_close(live.workflow_id), step)
 
 
-class _Channel:
-    """The live workflow a model call streams to: started with the call, closed after."""
-
-    def __init__(self, target: LiveTarget, workflow_id: str, message_id: str) -> None:
-        self.target = target
-        self._input = LiveChannelInput(agent_workflow_id=workflow_id, message_id=message_id)
-
-    async def open(self) -> None:
-        """Start the channel, or join it (a retried attempt writes to the same one)."""
-        await activity.client().start_workflow(
-            LIVE_WORKFLOW,
-            self._input,
-            id=self.target.workflow_id,
-            task_queue=self.target.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
-
-    async def close(self) -> None:
-        """Tell the channel no more text comes."""
-        handle = activity.client().get_workflow_handle(self.target.workflow_id)
-        await handle.signal(LIVE_CLOSE_SIGNAL)
+async def _close(workflow_id: str) -> None:
+    await close_channel(activity.client(), workflow_id)
 
 
 def _final(error: BaseException) -> bool:

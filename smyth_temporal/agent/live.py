@@ -1,10 +1,9 @@
 """A model turn's live text channel (``smyth.live``): streamed text, kept out of the run.
 
-Workflow code. The model activity starts this workflow when it begins streaming a
-message (``types.live``), publishes its text deltas to the stream it hosts, and closes
-it when the call is over; ``AgentClient.events`` reads it beside the agent's own stream.
-Its history holds the delta batches, so the agent's history holds none of them: a
-streamed turn costs the agent what an unstreamed one does.
+Workflow code. A reader following the turn starts this workflow (``types.live``), the
+model activity publishes its text deltas to the stream it hosts, and whoever knows the
+call is over closes it. Its history holds the delta batches, so the agent's history
+holds none of them: a streamed turn costs the agent what an unstreamed one does.
 """
 
 from __future__ import annotations

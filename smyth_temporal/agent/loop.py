@@ -101,7 +101,7 @@ class Loop:
                 step=request.step,
                 message_id=message_id,
                 versions=versions,
-                live=live.workflow_id if live else None,
+                live=live,
             )
         )
         conversation.status = "thinking"

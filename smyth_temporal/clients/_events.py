@@ -8,10 +8,10 @@ run once: a ``Feed`` polls on behalf of every local reader and keeps the events 
 have not all read yet.
 
 A streamed turn's text is not in the run's stream: its ``turn_started`` names the turn's
-live channel (``types.live``), which the feed follows until the channel ends, merging
-its ``text_delta`` events in as they come. The message's ``message`` event (and
-whatever follows it) waits for the channel's last delta, so a reader always gets the
-text before the message it adds up to.
+live channel (``types.live``), which the feed starts (a turn nobody reads has none) and
+follows until the channel ends, merging its ``text_delta`` events in as they come. The
+turn's ``message`` event (and whatever follows it) waits for the channel's last delta,
+so a reader always gets the text before the message it adds up to.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal._live import close_channel, start_channel
 from smyth_temporal.clients._base import rpc_error
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError
 from smyth_temporal.types.events import (
@@ -40,6 +41,7 @@ from smyth_temporal.types.events import (
     TurnStarted,
     parse_event,
 )
+from smyth_temporal.types.live import LiveChannelInput, LiveTarget
 
 __all__ = ["LIVE_DRAIN", "POLL_COOLDOWN", "Feed", "Feeds"]
 
@@ -53,9 +55,6 @@ closed it before returning; a channel that does not end is a view lost, not a wa
 
 _LOOKBACK = 16
 """Events a feed reads before a reader's offset, to find the turn it resumes in."""
-
-_LIVE_RETRY = (0.02, 0.25)
-"""First and longest pause between looks for a live channel not started yet."""
 
 _log = structlog.get_logger("smyth_temporal.client")
 
@@ -162,8 +161,11 @@ class Feed:
         """Follow the live channel a turn opens; let its text in before its message."""
         if isinstance(event, TurnStarted):
             if event.live is not None and event.message_id is not None:
+                channel = LiveChannelInput(
+                    agent_workflow_id=self.workflow_id, message_id=event.message_id
+                )
                 self._channels[event.message_id] = _LiveChannel(
-                    self._client, event.live, self._add_live
+                    self._client, event.live, channel, self._add_live
                 )
             return
         if isinstance(event, RunFinished):
@@ -180,18 +182,25 @@ class Feed:
 
 
 class _LiveChannel:
-    """A turn's live channel as a feed follows it, from its start to its end.
+    """A turn's live channel as a feed follows it: started, read to its end, closed.
 
-    The model activity starts the channel as its call begins, so the turn's
-    ``turn_started`` may come first: until then the channel is looked for again, a
-    little less often each time.
+    A feed that reads a turn only once it is over (a reader resuming after it) starts
+    no channel: it reads the one an earlier reader started, if there is one.
     """
 
-    def __init__(self, client: Client, live_id: str, add: Callable[[object], None]) -> None:
-        self._stream = WorkflowStreamClient.create(client, live_id)
-        self._live_id = live_id
+    def __init__(
+        self,
+        client: Client,
+        target: LiveTarget,
+        input: LiveChannelInput,
+        add: Callable[[object], None],
+    ) -> None:
+        self._client = client
+        self._target = target
+        self._input = input
         self._add = add
         self._over = asyncio.Event()
+        self._ready = asyncio.Event()
         self.task = asyncio.create_task(self._follow())
 
     def cancel(self) -> None:
@@ -199,31 +208,39 @@ class _LiveChannel:
         self.task.cancel()
 
     async def finish(self) -> None:
-        """The turn is over: read the rest of its text, if it has a channel, and stop."""
+        """The turn is over: close the channel, read the rest of its text and stop."""
         self._over.set()
+        wait = LIVE_DRAIN.total_seconds()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.task), LIVE_DRAIN.total_seconds())
+            await asyncio.wait_for(self._ready.wait(), wait)  # not closed before it starts
+            # The model call is over, its last batch sent: the channel can end (the call
+            # closed it already unless it ended before this feed started the channel).
+            with contextlib.suppress(RPCError):
+                await close_channel(self._client, self._target.workflow_id)
+            await asyncio.wait_for(asyncio.shield(self.task), wait)
         self.task.cancel()
 
     async def _follow(self) -> None:
-        next_offset, pause = 0, _LIVE_RETRY[0]
-        while True:
-            try:
-                async for item in self._stream.subscribe(
-                    [EVENTS_TOPIC], from_offset=next_offset, poll_cooldown=POLL_COOLDOWN
-                ):
-                    next_offset = item.offset + 1
-                    self._add(item.data)
-                return
-            except RPCError as exc:
-                if exc.status != RPCStatusCode.NOT_FOUND:
-                    _log.warning("events.live_failed", workflow_id=self._live_id, error=str(exc))
-                    return
-                if self._over.is_set():
-                    return  # the turn ended without streaming (a provider that cannot)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._over.wait(), pause)
-            pause = min(pause * 2, _LIVE_RETRY[1])
+        try:
+            # The feed reads the rest of its batch first: a turn over by then needs none.
+            if not self._over.is_set():
+                await start_channel(self._client, self._target, self._input)
+        except RPCError as exc:
+            _log.warning("events.live_failed", workflow_id=self._target.workflow_id, error=str(exc))
+            return
+        finally:
+            self._ready.set()
+        stream = WorkflowStreamClient.create(self._client, self._target.workflow_id)
+        try:
+            async for item in stream.subscribe(
+                [EVENTS_TOPIC], from_offset=0, poll_cooldown=POLL_COOLDOWN
+            ):
+                self._add(item.data)
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:  # no channel: nobody read the turn
+                _log.warning(
+                    "events.live_failed", workflow_id=self._target.workflow_id, error=str(exc)
+                )
 
 
 def _restart(delta: TextDelta) -> TextReset:

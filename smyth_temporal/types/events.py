@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from smyth_temporal.types.agent import AgentStatus
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.live import LiveTarget
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.versions import StepVersions
 
@@ -111,9 +112,9 @@ class TurnStarted(_Event):
     versions: StepVersions | None = None
     """What the step runs with (instructions, model, tool schemas, worker build).
     Added in 0.5.0."""
-    live: str | None = None
-    """The workflow id of the turn's live text channel when the turn streams: its
-    ``text_delta`` events are read from there (``types.live``). Added in 0.6.0."""
+    live: LiveTarget | None = None
+    """The turn's live text channel when the turn streams: readers start it and read
+    its ``text_delta`` events from there (``types.live``). Added in 0.6.0."""
 
 
 class TurnFinished(_Event):

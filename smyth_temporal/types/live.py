@@ -4,9 +4,10 @@ A streamed model turn writes its text deltas to a small workflow of its own
 (``smyth.live``, one per model message), not to the agent's workflow: every delta batch
 is a signal in the history of the workflow it reaches, and the agent's history is the
 agent's durable record, kept for as long as the agent lives. The live workflow hosts a
-``temporalio.contrib.workflow_streams`` stream like the agent does, ends when the model
-call does, and is gone with the namespace's retention. ``AgentClient.events`` merges
-the two: the agent's ``turn_started`` names the live workflow of its message.
+``temporalio.contrib.workflow_streams`` stream like the agent does. Readers start it
+when they follow the turn (a turn nobody watches has none); it ends when the turn does
+and is gone with the namespace's retention. ``AgentClient.events`` merges the two: the
+agent's ``turn_started`` names the turn's channel.
 
 Added in 0.6.0.
 """
