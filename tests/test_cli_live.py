@@ -22,7 +22,6 @@ from rich.console import Console
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
 from smyth_temporal.cli._live import LiveText
 from smyth_temporal.cli.main import main
 from smyth_temporal.clients import ReplyChunk
@@ -35,14 +34,6 @@ from tests.test_cli_sessions import new_session, worker
 from tests.test_interrupts import flag, until
 
 pytestmark = pytest.mark.usefixtures("reset_structlog")
-
-
-@pytest.fixture(autouse=True)
-def quiet_workers() -> None:
-    """The in-process workers log while a command runs: not into its captured output
-    (structlog's defaults print to stdout, and the command sets its own up only once it
-    starts)."""
-    configure_logging("WARNING")
 
 
 ANSWER = "ACME trades at 101.5, up two percent on the week; nothing to do."

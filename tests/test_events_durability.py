@@ -63,8 +63,11 @@ async def test_a_retried_model_call_supersedes_what_it_streamed(
     client: Client, agents: AgentClient, task_queue: str
 ) -> None:
     async with FakeOpenAIServer() as fake:
-        # The connection drops after four words; the retry streams the whole answer.
-        fake.enqueue(FakeResponse(body=chat_completion(ANSWER), drop_after=4))
+        # The connection drops after four words; the retry streams the whole answer. The
+        # first token comes late enough that the reader has started the turn's channel
+        # (text written before a reader is there goes nowhere if its attempt fails).
+        first = FakeResponse(body=chat_completion(ANSWER), drop_after=4, first_token_delay=1.0)
+        fake.enqueue(first)
         fake.enqueue(chat_completion(ANSWER))
         provider = OpenAIProvider(base_url=fake.base_url, api_key="sk-test")
         async with agent_worker(client, Analyst, model=provider, task_queue=task_queue):

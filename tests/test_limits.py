@@ -107,9 +107,11 @@ async def test_twenty_agents_on_three_workers_keep_the_fleet_rate(
         await run_all(agents, ["default"] * 20, task_queue)
     # The server's limiter is a token bucket holding one second's worth: after an
     # idle spell the first second lets up to twice the limit through; from then on
-    # calls arrive at the limit (measured: 200 ms apart at 5/s).
+    # calls arrive at the limit (measured: 200 ms apart at 5/s). Calls are timed when
+    # a worker runs them, not when the server hands them out: on a loaded machine a
+    # late one can fall into the next second (one seen in a busy full-suite run).
     assert len(recorder.calls) == 40
-    assert recorder.per_window(after=0.0) <= 2 * 5 + 1, str(recorder.offsets())
+    assert recorder.per_window(after=0.0) <= 2 * 5 + 2, str(recorder.offsets())
     assert recorder.rate(after=2.0) <= 5 * 1.05, str(recorder.offsets())
 
 
