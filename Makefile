@@ -30,7 +30,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# About 10 minutes on 2 cores. Each bench runs the SDK beside its baseline on one dev
+# About 25 minutes on 2 cores. Each bench runs the SDK beside its baseline on one dev
 # server and writes its numbers to bench/results/; bench.report makes summary.md and
 # the PNG plots from them.
 BENCH_RESULTS := bench/results
