@@ -12,7 +12,6 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient
-from smyth_temporal._logging import configure_logging
 from smyth_temporal.testing import (
     new_task_queue,
     start_dev_environment,
@@ -65,11 +64,12 @@ def reset_structlog() -> Iterator[None]:
     """For tests that call the CLI's ``main()`` in-process: it points structlog at the
     captured stderr, which closes after the test.
 
-    Before the test, warnings only, on stderr: the test's in-process workers log while
-    a command runs, and structlog's defaults print to stdout, where a line could land in
-    the command's captured output before the command sets up its own logging.
+    Before the test, log lines go nowhere (``capture_logs`` still sees them): the
+    test's in-process workers log while a command runs, and structlog's defaults print
+    to stdout, where a line could land in the command's captured output before the
+    command sets up its own logging.
     """
-    configure_logging("WARNING")
+    structlog.configure(logger_factory=structlog.ReturnLoggerFactory())
     yield
     structlog.reset_defaults()
 
