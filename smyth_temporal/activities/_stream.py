@@ -63,7 +63,8 @@ class DeltaPublisher:
     """Gathers streamed text and publishes it as ``TextDelta`` events.
 
     Args:
-        client: The stream client of the agent's workflow.
+        client: The stream client of the turn's live channel (of the agent's own
+            workflow for a call scheduled before 0.6.0).
         message_id: The message the text belongs to.
         step: The agent step of the model call.
         attempt: The activity attempt that writes the text.
