@@ -31,7 +31,7 @@ from smyth_temporal import (
     ToolCall,
 )
 from tests.agents import get_quote
-from tests.approval_agents import sell
+from tests.trading import sell
 
 B_MARK = " [build B]"
 """What build B appends to its answers."""

@@ -18,10 +18,10 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient
 from smyth_temporal.gateway import ROLES, Gateway, GatewayOptions, KeyStore, create_app
 from tests.agents import Analyst
-from tests.approval_agents import Trader
 from tests.cli_support import free_port
 from tests.live_agents import Operator
 from tests.memory_agents import Researcher
+from tests.trader import Trader
 
 TENANT = "acme"
 OTHER = "globex"

@@ -12,7 +12,7 @@ from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
 from tests.agents import get_quote, record, slow_lookup
-from tests.approval_agents import sell
+from tests.trading import sell
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.models import ModelRequest, ModelResponse, TextSink

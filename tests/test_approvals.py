@@ -14,7 +14,7 @@ from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import arguments_sha256
 from tests.agents import read_ledger
-from tests.approval_agents import Trader
+from tests.trader import Trader
 
 
 def executed(ledger: Path) -> list[dict[str, object]]:

@@ -14,13 +14,13 @@ from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import arguments_sha256
 from smyth_temporal.types.model import MODEL_ACTIVITY
 from tests.agents import Analyst
-from tests.approval_agents import Trader
 from tests.chains import chain_histories
 from tests.cli_support import assert_one_error_line, run_smyth
 from tests.context_agents import Digest, Relay
 from tests.test_approvals import wait_for_pending
 from tests.test_context import digest_script, memory_at
 from tests.test_crash_recovery import EVENT_TIMEOUT, RESULT_TIMEOUT, Spawn, spawn, wait_for_entry
+from tests.trader import Trader
 
 __all__ = ["spawn"]  # the crash test's fixture, shared
 

@@ -46,7 +46,7 @@ from smyth_temporal import (
 )
 from smyth_temporal._payloads import payloads_in
 from smyth_temporal.clients._references import referenced_digests
-from tests.approval_agents import Trader
+from tests.trader import Trader
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.models import ModelRequest, ModelResponse

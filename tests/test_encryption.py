@@ -36,7 +36,7 @@ from smyth_temporal import (
     tool,
 )
 from smyth_temporal._payloads import payloads_in
-from tests.approval_agents import Trader
+from tests.trader import Trader
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.models import ModelRequest, ModelResponse

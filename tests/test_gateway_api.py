@@ -18,7 +18,6 @@ from smyth_temporal.gateway import GatewayOptions, Permission, Principal, create
 from smyth_temporal.gateway._gateway import while_connected
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.agents import Analyst
-from tests.approval_agents import Trader
 from tests.gateway_support import (
     OTHER,
     SERVED,
@@ -31,6 +30,7 @@ from tests.gateway_support import (
     sse,
     until,
 )
+from tests.trader import Trader
 
 ANSWER = "ACME trades at 101.5; nothing to do."
 ROLES = ("viewer", "operator", "approver", "admin")

@@ -13,7 +13,6 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient
 from smyth_temporal.gateway import GatewayOptions, create_app
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from tests.approval_agents import Trader
 from tests.gateway_support import (
     OTHER,
     SERVED,
@@ -24,6 +23,7 @@ from tests.gateway_support import (
     make_keys,
     pending_approvals,
 )
+from tests.trader import Trader
 
 ASSETS = ("static/console.js", "static/console.css")
 

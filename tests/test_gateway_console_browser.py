@@ -20,10 +20,10 @@ from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, 
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 from tests.agents import read_ledger
-from tests.approval_agents import Trader
 from tests.browser_support import ARTIFACTS, requires_chromium
 from tests.gateway_support import Keys, gateway, make_keys, pending_approvals
 from tests.memory_agents import Researcher
+from tests.trader import Trader
 
 WAIT = 60.0
 """Seconds any one thing may take to appear: generous, since nothing is timed."""

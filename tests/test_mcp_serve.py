@@ -21,8 +21,8 @@ from temporalio.client import Client as TemporalClient
 
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from tests.approval_agents import Trader
 from tests.mcp_servers import REPO_ROOT
+from tests.trader import Trader
 
 TIMEOUT = 60.0
 

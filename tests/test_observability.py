@@ -27,9 +27,9 @@ from smyth_temporal.observability import prometheus_runtime
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
 from smyth_temporal.types.budget import Price, PriceTable
 from tests.agents import Analyst
-from tests.approval_agents import Trader
 from tests.cli_support import ROOT, free_port, spawn_worker, stop_process
 from tests.context_agents import Relay
+from tests.trader import Trader
 
 PRICES = PriceTable(prices={"test-model": Price(input=1.0, output=2.0)})
 

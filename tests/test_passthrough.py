@@ -12,8 +12,8 @@ from smyth_temporal._passthrough import shared_modules
 from smyth_temporal.testing import ScriptedModel, agent_worker
 from tests import tool_identity, trading
 from tests.agents import Analyst, Rater
-from tests.approval_agents import Trader
 from tests.tool_identity import ModuleIdentity
+from tests.trader import Trader
 
 
 @tool

@@ -29,11 +29,11 @@ from smyth_temporal import (
 )
 from smyth_temporal.security import KeyStore, Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from tests.approval_agents import Trader
 from tests.cli_support import assert_one_error_line, run_smyth
 from tests.mcp_servers import REPO_ROOT
 from tests.test_approvals import wait_for_pending
 from tests.test_mcp_serve import serve_command, server_environment, text_of
+from tests.trader import Trader
 
 KEY_NAMES = {
     "acme-operator": ("acme", "operator"),

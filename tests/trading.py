@@ -110,3 +110,49 @@ class Verdict(BaseModel):
     symbol: str
     action: Literal["buy", "sell", "hold"]
     confidence: float = Field(ge=0, le=1)
+
+
+# -- approval-gated tools (tests.trader, tests.approval_agents) --------------------------
+
+
+@tool(effect="side_effect", requires_approval=lambda order: order.quantity > 100)
+async def buy(order: Order) -> str:
+    """Buy shares; large orders need a person's consent."""
+    record("buy", symbol=order.symbol, quantity=order.quantity)
+    return f"bought {order.quantity} {order.symbol}"
+
+
+@tool(effect="side_effect", requires_approval=True)
+async def sell(symbol: str, quantity: int) -> str:
+    """Sell shares (always needs consent)."""
+    record("sell", symbol=symbol, quantity=quantity)
+    return f"sold {quantity} {symbol}"
+
+
+@tool(effect="side_effect", requires_approval=True, approval_timeout=timedelta(hours=24))
+async def wire(amount: int) -> str:
+    """Wire money; rejected when nobody decides within a day."""
+    record("wire", amount=amount)
+    return f"wired {amount}"
+
+
+@tool(
+    effect="side_effect",
+    requires_approval=True,
+    approval_timeout=timedelta(hours=24),
+    on_timeout="approve",
+)
+async def rebalance(target: str) -> str:
+    """Rebalance the portfolio; goes ahead when nobody objects within a day."""
+    record("rebalance", target=target)
+    return f"rebalanced to {target}"
+
+
+@tool(effect="side_effect", requires_approval=True, approval_timeout=timedelta(hours=24))
+async def close_account(reason: str) -> str:
+    """Close the account; the run fails when nobody decides within a day."""
+    record("close_account", reason=reason)
+    return "closed"
+
+
+TRADER_TOOLS = [buy, sell, wire, rebalance]

@@ -52,8 +52,8 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.plugin import DEFAULT_STICKY_QUEUE_TIMEOUT, SmythPlugin
     from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from tests.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
-from tests.approval_agents import Trader
 from tests.mcp_agents import Scribe
+from tests.trader import Trader
 
 READY = "READY"
 
