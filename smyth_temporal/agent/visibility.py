@@ -3,6 +3,9 @@
 Pending requests go into the memo, which travels with visibility listings, so they
 can be listed without querying the run (which needs a live worker); the status and
 count go into search attributes, so waiting agents are found across all runs.
+
+Changed in 0.7.0: the memo's requests leave out their default fields (readers restore
+them with ``ApprovalRequest.model_validate``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ def publish_approvals(pending: Sequence[ApprovalRequest], status: AgentStatus, t
         {
             PENDING_APPROVALS_MEMO: {
                 "tenant": tenant,
-                "requests": [r.model_dump(mode="json") for r in pending],
+                # Without defaults (status, nulls): a waiting run's worker keeps every
+                # memo it wrote for as long as it caches the run.
+                "requests": [r.model_dump(mode="json", exclude_defaults=True) for r in pending],
             }
         }
     )
