@@ -51,6 +51,7 @@ from tests.budget_agents import PRICES_TOML, AskingSpender
 from tests.context_agents import Concierge, Digest, Relay
 from tests.mcp_agents import Clock
 from tests.mcp_servers import time_server
+from tests.trader import Trader
 from tests.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -174,6 +175,10 @@ BUDGET_SCENARIO = "spender_asks_over_budget"
 """A priced run past its ``max_cost`` that asks to go on (0.5.0): approved once with an
 edited amount, then rejected; its model calls carry their cost."""
 
+APPROVAL_SCENARIO = "trader_approved"
+"""Trader parks for a person's decision, then sells: its status and pending request
+published to visibility as it parks, when it is decided, and when it ends (0.7.0)."""
+
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
@@ -181,6 +186,7 @@ SCENARIOS = (
     *LONG_RUN_SCENARIOS,
     MCP_SCENARIO,
     BUDGET_SCENARIO,
+    APPROVAL_SCENARIO,
 )
 
 
@@ -349,6 +355,24 @@ async def record_budget(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_approval(client: Client, scenario: str) -> str:
+    """``Trader``: a sale that waits for a decision, approved by a person."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=7), tool_results])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        handle = await agents.start(
+            Trader, AgentInput(prompt="Sell ACME"), id=workflow_id(scenario)
+        )
+        while not (await agents.state(handle.id)).pending_approvals:
+            await asyncio.sleep(0.05)
+        await agents.approve(handle.id, by="ops")
+        result = await agents.result(handle.id)
+    if result.status != "completed":
+        raise RuntimeError(f"unexpected outcome: {result.status}")
+    return (await handle.fetch_history()).to_json()
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
@@ -360,6 +384,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     "analyst_live_channel": record_live_channel,
     MCP_SCENARIO: record_mcp,
     BUDGET_SCENARIO: record_budget,
+    APPROVAL_SCENARIO: record_approval,
 }
 
 

@@ -36,6 +36,7 @@ from tests.agents import Analyst, Rater, Summarizer
 from tests.budget_agents import AskingSpender
 from tests.context_agents import Concierge, Digest, Relay
 from tests.mcp_agents import Clock
+from tests.trader import Trader
 
 # The workflows below are defined here, so the sandbox re-imports this module; the
 # recorder's worker-side imports (the Qdrant Edge store) are passed through as is.
@@ -75,6 +76,7 @@ async def test_history_replays(path: Path) -> None:
         Clock,
         AskingSpender,
         LiveChannel,
+        Trader,
     )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None
@@ -158,9 +160,27 @@ class SequentialClock(Clock):
         return results
 
 
+@workflow.defn(name="Trader")
+class QuietTrader(Trader):
+    """Publishes its approvals to visibility only when they change (not twice as it parks:
+    the change this session measured and took back)."""
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+    def _publish_approvals(self) -> None:
+        pending = [r.id for r in self.approvals.pending]
+        published = (pending, "awaiting_approval" if pending else self.conversation.status)
+        if getattr(self, "_published", None) != published:
+            self._published = published
+            super()._publish_approvals()
+
+
 @pytest.mark.parametrize(
     ("agent", "scenario"),
     [
+        (QuietTrader, "trader_approved"),
         (SequentialClock, "clock_mcp"),
         (StrictRater, "rater_typed_output"),
         (UncompactedDigest, "digest_compacted"),
