@@ -26,7 +26,10 @@ workflow cache (1,000 runs) every parked run stays cached.
 At the largest N, every parked run is then approved (50 decisions in flight, each an
 update that waits until the run has taken it): an agent runs ``sell`` (an activity)
 and a last model turn (another), a ``PlainWaiter`` two activities. Approve-all
-throughput = N / seconds from the first decision to the last run completed.
+throughput = N / seconds from the first decision to the last run completed. The
+worker's CPU time over that span (user + system, from ``/proc``) per run is printed too:
+on a shared machine it moves less than the pace, which the dev server's CPU (on the same
+cores) also sets.
 
 ``--many`` (0 to skip) parks that many runs on each kind of worker, with the default
 worker settings: most runs are evicted from the workflow cache (temporalio keeps
@@ -70,6 +73,13 @@ def rss(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used (user + system), in seconds."""
+    # /proc/PID/stat: utime and stime are fields 14 and 15; the name before ")" may hold spaces.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def settled_rss(pid: int, *, limit: float = 30.0) -> int:
     """The RSS once it stops moving (two readings a second apart within 0.5%)."""
     deadline = time.monotonic() + limit
@@ -94,6 +104,8 @@ class Sample:
     """From the first start to the last run parked."""
     approve_seconds: float | None = None
     """From the first decision to the last run completed (``None``: not approved)."""
+    approve_cpu: float | None = None
+    """The worker's CPU seconds over the same span."""
 
     @property
     def per_run(self) -> float:
@@ -103,6 +115,11 @@ class Sample:
     def approved_per_second(self) -> float:
         assert self.approve_seconds is not None
         return self.runs / self.approve_seconds
+
+    @property
+    def cpu_per_approved_ms(self) -> float:
+        assert self.approve_cpu is not None
+        return self.approve_cpu / self.runs * 1000
 
 
 @dataclass(frozen=True)
@@ -159,10 +176,14 @@ async def measure(side: Side, runs: int, *, approve: bool = False) -> Sample:
         # The activity's result still goes through a workflow task: let them finish.
         await asyncio.sleep(2.0)
         parked = await settled_rss(worker.pid)
-        approve_seconds = await _approve_all(side, runs) if approve else None
+        approve_seconds = approve_cpu = None
+        if approve:
+            cpu_before = cpu_seconds(worker.pid)
+            approve_seconds = await _approve_all(side, runs)
+            approve_cpu = cpu_seconds(worker.pid) - cpu_before
     finally:
         await worker.stop()
-    return Sample(runs, idle, warm, parked, seconds, approve_seconds)
+    return Sample(runs, idle, warm, parked, seconds, approve_seconds, approve_cpu)
 
 
 async def _approve_all(side: Side, runs: int) -> float:
@@ -232,7 +253,8 @@ def _print(name: str, sample: Sample) -> None:
     if sample.approve_seconds is not None:
         print(
             f"  {name:8} approved all {sample.runs} in {sample.approve_seconds:5.1f} s: "
-            f"{sample.approved_per_second:5.1f} runs/s",
+            f"{sample.approved_per_second:5.1f} runs/s, "
+            f"worker CPU {sample.cpu_per_approved_ms:5.1f} ms a run",
             flush=True,
         )
 
@@ -266,7 +288,9 @@ async def main() -> None:
                 print(f"  per run, smyth / baseline: {smyth[-1].per_run / plain[-1].per_run:.1f}x")
                 if approve:
                     pace = smyth[-1].approved_per_second / plain[-1].approved_per_second
+                    cpu = smyth[-1].cpu_per_approved_ms / plain[-1].cpu_per_approved_ms
                     print(f"  approve-all throughput, smyth / baseline: {pace:.2f}x")
+                    print(f"  worker CPU per approved run, smyth / baseline: {cpu:.2f}x")
             if args.many:
                 print(f"\n{args.many} parked runs, default worker settings (cache: 1,000 runs)")
                 many["smyth"] = await measure(smyth_side(env.client, Path(scratch)), args.many)
@@ -313,6 +337,16 @@ def _headlines(smyth: Sample, plain: Sample, many: dict[str, Sample]) -> list[di
                 plain.approved_per_second,
                 "runs/s",
                 "an update each, then two activities; higher is better",
+            )
+        )
+    if smyth.approve_cpu is not None and plain.approve_cpu is not None:
+        rows.append(
+            headline(
+                "worker CPU per approved run",
+                smyth.cpu_per_approved_ms,
+                plain.cpu_per_approved_ms,
+                "ms",
+                "user + system time of the worker process while approving; lower is better",
             )
         )
     if many:

@@ -14,7 +14,7 @@ Reads every ``*.json`` in the results directory (see ``bench._results``) and wri
 - ``store_bytes.png``: the payload store's bytes on disk against steps, beside the
   history bytes of the same runs (``history_bytes``);
 - ``parked_rss.png``: worker RSS against parked runs, smyth agents waiting for an
-  approval and plain workflows waiting on a signal (``parked_agents``);
+  approval and plain workflows waiting for an update (``parked_agents``);
 - ``crash_recovery.png``: seconds from a SIGKILL to the in-flight call's re-run and to
   completion, SDK defaults and baseline (``crash_recovery``).
 
@@ -147,7 +147,7 @@ def plot_parked(document: dict[str, Any], out: Path) -> list[Path]:
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for key, label, marker in (
         ("smyth", "smyth: agents waiting for an approval", "s-"),
-        ("baseline", "baseline: plain workflows waiting on a signal", "o-"),
+        ("baseline", "baseline: plain workflows waiting for an update", "o-"),
     ):
         samples = sorted(document["data"][key], key=lambda s: s["runs"])
         runs = [s["runs"] for s in samples]
