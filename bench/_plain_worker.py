@@ -10,6 +10,8 @@ the retry policy's) wherever temporalio has one:
 - ``PlainWaiter``: one activity (the agent's model turn), then it waits for the
   ``decide`` update (the agent's approval), then runs two activities (the approved
   tool's call and the model's last turn) and returns.
+- ``PlainBookkeeper`` (``bench._plain_bookkeeping``): ``PlainWaiter`` plus an agent's
+  visibility writes, deadline timer and event stream, written by hand.
 
 Every activity writes a JSON-lines ledger entry (``tool``, ``attempt``, ``pid``) like
 ``tests.worker_process`` does, so the benches read both kinds of worker the same way.
@@ -127,6 +129,9 @@ class PlainWaiter:
 async def _serve(args: argparse.Namespace) -> None:
     os.environ[LEDGER_ENV] = args.ledger
     client = await Client.connect(args.address)
+    # Here, not at the top: that module imports this one's activities.
+    from bench._plain_bookkeeping import PlainBookkeeper
+
     identity = f"plain-worker-{os.getpid()}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -135,7 +140,7 @@ async def _serve(args: argparse.Namespace) -> None:
     worker = Worker(
         client,
         task_queue=args.task_queue,
-        workflows=[PlainRecovery, PlainWaiter],
+        workflows=[PlainRecovery, PlainWaiter, PlainBookkeeper],
         activities=[plain_quote, plain_lookup, plain_act],
         identity=identity,
         graceful_shutdown_timeout=timedelta(seconds=1),

@@ -14,7 +14,11 @@ the other:
   that calls ``sell``, an approval-gated tool, and then waits for the decision;
 - baseline: ``bench._plain_worker`` (plain temporalio, its defaults) and N
   ``PlainWaiter`` workflows, each of which runs one activity and then waits for an
-  update.
+  update;
+- bookkeeping: the same worker and N ``PlainBookkeeper`` workflows
+  (``bench/_plain_bookkeeping.py``): ``PlainWaiter`` plus what a parked agent offers,
+  written by hand in plain temporalio (visibility writes, a deadline timer, a stream of
+  events for watchers), to tell what those features cost from what the SDK adds.
 
 The worker's resident memory (``VmRSS`` from ``/proc``) is read once it polls (idle),
 once one warm-up run has parked (warm: the first run pays for the sandbox's imports,
@@ -50,6 +54,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from bench._plain_bookkeeping import PlainBookkeeper
 from bench._plain_worker import PlainWaiter, spawn_plain_worker
 from bench._results import headline, write_json
 from smyth_temporal import AgentClient, AgentInput
@@ -219,8 +224,10 @@ def smyth_side(client: Client, scratch: Path) -> Side:
     return side
 
 
-def plain_side(client: Client, scratch: Path) -> Side:
-    task_queue = new_task_queue("bench-parked-plain")
+def plain_side(
+    client: Client, scratch: Path, workflow: type[PlainWaiter | PlainBookkeeper] = PlainWaiter
+) -> Side:
+    task_queue = new_task_queue(f"bench-parked-{workflow.__name__.lower()}")
 
     async def spawn() -> WorkerProcess:
         return await spawn_plain_worker(
@@ -232,15 +239,24 @@ def plain_side(client: Client, scratch: Path) -> Side:
 
     async def start(number: int) -> object:
         return await client.start_workflow(
-            PlainWaiter.run, "ACME", id=f"{task_queue}-{number}", task_queue=task_queue
+            workflow.run, "ACME", id=f"{task_queue}-{number}", task_queue=task_queue
         )
 
     async def approve(number: int) -> object:
         handle = client.get_workflow_handle(f"{task_queue}-{number}")
-        return await handle.execute_update(PlainWaiter.decide, "approved")
+        return await handle.execute_update(workflow.decide, "approved")
 
     side = Side(client, task_queue, spawn, start, approve, "plain_quote", scratch)
     return side
+
+
+def _print_ratios(name: str, smyth: Sample, other: Sample) -> None:
+    print(f"  per run, smyth / {name}: {smyth.per_run / other.per_run:.2f}x")
+    if smyth.approve_seconds is not None and other.approve_seconds is not None:
+        pace = smyth.approved_per_second / other.approved_per_second
+        cpu = smyth.cpu_per_approved_ms / other.cpu_per_approved_ms
+        print(f"  approve-all throughput, smyth / {name}: {pace:.2f}x")
+        print(f"  worker CPU per approved run, smyth / {name}: {cpu:.2f}x")
 
 
 def _print(name: str, sample: Sample) -> None:
@@ -270,6 +286,7 @@ async def main() -> None:
     configure_logging("WARNING")
     smyth: list[Sample] = []
     plain: list[Sample] = []
+    books: list[Sample] = []
     many: dict[str, Sample] = {}
     env = await start_dev_environment()
     try:
@@ -285,12 +302,16 @@ async def main() -> None:
                     await measure(plain_side(env.client, Path(scratch)), runs, approve=approve)
                 )
                 _print("baseline", plain[-1])
-                print(f"  per run, smyth / baseline: {smyth[-1].per_run / plain[-1].per_run:.1f}x")
-                if approve:
-                    pace = smyth[-1].approved_per_second / plain[-1].approved_per_second
-                    cpu = smyth[-1].cpu_per_approved_ms / plain[-1].cpu_per_approved_ms
-                    print(f"  approve-all throughput, smyth / baseline: {pace:.2f}x")
-                    print(f"  worker CPU per approved run, smyth / baseline: {cpu:.2f}x")
+                books.append(
+                    await measure(
+                        plain_side(env.client, Path(scratch), PlainBookkeeper),
+                        runs,
+                        approve=approve,
+                    )
+                )
+                _print("bookkeep", books[-1])
+                for name, other in (("baseline", plain[-1]), ("bookkeeping", books[-1])):
+                    _print_ratios(name, smyth[-1], other)
             if args.many:
                 print(f"\n{args.many} parked runs, default worker settings (cache: 1,000 runs)")
                 many["smyth"] = await measure(smyth_side(env.client, Path(scratch)), args.many)
@@ -303,16 +324,19 @@ async def main() -> None:
         write_json(
             args.json,
             "parked_agents",
-            _headlines(smyth[-1], plain[-1], many),
+            _headlines(smyth[-1], plain[-1], books[-1], many),
             {
                 "smyth": [vars(s) for s in smyth],
                 "baseline": [vars(s) for s in plain],
+                "bookkeeping": [vars(s) for s in books],
                 "many": {key: vars(s) for key, s in many.items()},
             },
         )
 
 
-def _headlines(smyth: Sample, plain: Sample, many: dict[str, Sample]) -> list[dict[str, object]]:
+def _headlines(
+    smyth: Sample, plain: Sample, books: Sample, many: dict[str, Sample]
+) -> list[dict[str, object]]:
     rows = [
         headline(
             f"worker RSS per parked agent ({smyth.runs} parked)",
@@ -320,6 +344,13 @@ def _headlines(smyth: Sample, plain: Sample, many: dict[str, Sample]) -> list[di
             plain.per_run / 1024,
             "KiB",
             "baseline: a plain workflow waiting for an update",
+        ),
+        headline(
+            f"worker RSS per parked agent ({smyth.runs} parked), beside hand-written bookkeeping",
+            smyth.per_run / 1024,
+            books.per_run / 1024,
+            "KiB",
+            "baseline: the same plain workflow with visibility, a timer and events, by hand",
         ),
         headline(
             f"worker RSS with {smyth.runs} parked",
@@ -347,6 +378,26 @@ def _headlines(smyth: Sample, plain: Sample, many: dict[str, Sample]) -> list[di
                 plain.cpu_per_approved_ms,
                 "ms",
                 "user + system time of the worker process while approving; lower is better",
+            )
+        )
+    if books.approve_seconds is not None and smyth.approve_seconds is not None:
+        rows.append(
+            headline(
+                f"approve all {smyth.runs} parked, beside hand-written bookkeeping",
+                smyth.approved_per_second,
+                books.approved_per_second,
+                "runs/s",
+                "baseline: the same plain workflow with visibility, a timer and events, by hand",
+            )
+        )
+    if smyth.approve_cpu is not None and books.approve_cpu is not None:
+        rows.append(
+            headline(
+                "worker CPU per approved run, beside hand-written bookkeeping",
+                smyth.cpu_per_approved_ms,
+                books.cpu_per_approved_ms,
+                "ms",
+                "baseline: the same plain workflow with visibility, a timer and events, by hand",
             )
         )
     if many:

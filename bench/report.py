@@ -148,7 +148,10 @@ def plot_parked(document: dict[str, Any], out: Path) -> list[Path]:
     for key, label, marker in (
         ("smyth", "smyth: agents waiting for an approval", "s-"),
         ("baseline", "baseline: plain workflows waiting for an update", "o-"),
+        ("bookkeeping", "the same with visibility, a timer and events by hand", "^-"),
     ):
+        if key not in document["data"]:
+            continue  # results from before the bookkeeping baseline
         samples = sorted(document["data"][key], key=lambda s: s["runs"])
         runs = [s["runs"] for s in samples]
         (line,) = axes.plot(runs, [s["parked"] / MiB for s in samples], marker, label=label)
@@ -161,7 +164,8 @@ def plot_parked(document: dict[str, Any], out: Path) -> list[Path]:
         )
     axes.set(xlabel="parked runs on one worker", ylabel="worker RSS (MiB)", ylim=(0, None))
     axes.set_title("Worker memory of parked runs (all cached)")
-    axes.legend()
+    axes.set_ylim(0, axes.get_ylim()[1] * 1.4)  # room for the legend above the lines
+    axes.legend(loc="upper left", fontsize="small")
     axes.grid(alpha=0.3)
     figure.tight_layout()
     path = out / "parked_rss.png"
