@@ -334,6 +334,9 @@ async def main() -> None:
         )
 
 
+_BY_HAND = "baseline: the same plain workflow with visibility, a timer and events, by hand"
+
+
 def _headlines(
     smyth: Sample, plain: Sample, books: Sample, many: dict[str, Sample]
 ) -> list[dict[str, object]]:
@@ -350,7 +353,7 @@ def _headlines(
             smyth.per_run / 1024,
             books.per_run / 1024,
             "KiB",
-            "baseline: the same plain workflow with visibility, a timer and events, by hand",
+            _BY_HAND,
         ),
         headline(
             f"worker RSS with {smyth.runs} parked",
@@ -360,46 +363,36 @@ def _headlines(
             f"idle: {smyth.idle / MiB:.0f} vs {plain.idle / MiB:.0f} MiB",
         ),
     ]
-    if smyth.approve_seconds is not None and plain.approve_seconds is not None:
-        rows.append(
-            headline(
-                f"approve all {smyth.runs} parked, runs completed per second",
-                smyth.approved_per_second,
-                plain.approved_per_second,
-                "runs/s",
+    if smyth.approve_seconds is not None and smyth.approve_cpu is not None:
+        for other, beside, pace_note, cpu_note in (
+            (
+                plain,
+                "",
                 "an update each, then two activities; higher is better",
-            )
-        )
-    if smyth.approve_cpu is not None and plain.approve_cpu is not None:
-        rows.append(
-            headline(
-                "worker CPU per approved run",
-                smyth.cpu_per_approved_ms,
-                plain.cpu_per_approved_ms,
-                "ms",
                 "user + system time of the worker process while approving; lower is better",
+            ),
+            (books, ", beside hand-written bookkeeping", _BY_HAND, _BY_HAND),
+        ):
+            if other.approve_seconds is None or other.approve_cpu is None:
+                continue
+            rows.append(
+                headline(
+                    f"approve all {smyth.runs} parked, runs completed per second{beside}",
+                    smyth.approved_per_second,
+                    other.approved_per_second,
+                    "runs/s",
+                    pace_note,
+                )
             )
-        )
-    if books.approve_seconds is not None and smyth.approve_seconds is not None:
-        rows.append(
-            headline(
-                f"approve all {smyth.runs} parked, beside hand-written bookkeeping",
-                smyth.approved_per_second,
-                books.approved_per_second,
-                "runs/s",
-                "baseline: the same plain workflow with visibility, a timer and events, by hand",
+            rows.append(
+                headline(
+                    f"worker CPU per approved run{beside}",
+                    smyth.cpu_per_approved_ms,
+                    other.cpu_per_approved_ms,
+                    "ms",
+                    cpu_note,
+                )
             )
-        )
-    if smyth.approve_cpu is not None and books.approve_cpu is not None:
-        rows.append(
-            headline(
-                "worker CPU per approved run, beside hand-written bookkeeping",
-                smyth.cpu_per_approved_ms,
-                books.cpu_per_approved_ms,
-                "ms",
-                "baseline: the same plain workflow with visibility, a timer and events, by hand",
-            )
-        )
     if many:
         rows.append(
             headline(
