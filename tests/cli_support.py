@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -42,11 +43,39 @@ class Outcome:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on (now)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port nothing listens on (now), below the kernel's ephemeral range.
+
+    A port from ``bind(0)`` comes from the range the kernel also takes the source ports
+    of outgoing connections from, so until the server under test binds it, any of the
+    suite's connections may take it: seen once, a dev server failing with "address
+    already in use". Ports below that range are only ever taken on purpose.
+    """
+    low = _ephemeral_low()
+    if low - _LOWEST_PORT < 1_000:  # an unusual range: take what the kernel hands out
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    for _ in range(200):
+        port = random.randrange(_LOWEST_PORT, low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port between {_LOWEST_PORT} and {low}")
+
+
+_LOWEST_PORT = 10_000
+"""Above the well-known and most registered service ports."""
+
+
+def _ephemeral_low() -> int:
+    """The lowest port of the kernel's ephemeral range (Linux; 32768 elsewhere)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def assert_one_error_line(outcome: Outcome, message: str) -> None:

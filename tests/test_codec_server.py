@@ -26,6 +26,7 @@ from smyth_temporal.codec_server import PayloadTranslator, create_codec_app
 from smyth_temporal.devserver import find_binary
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.testing import ScriptedModel, agent_worker, tool_call
+from tests.cli_support import free_port
 from tests.conftest import CODEC_TOKEN as TOKEN
 from tests.test_encryption import ACCOUNT, DOSSIER, SSN, Clerk, summarize
 
@@ -147,12 +148,6 @@ def test_the_server_refuses_to_start_without_a_token_or_keys(tmp_path: Path) -> 
 
 
 # --- with the real temporal CLI --------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for_port(port: int, process: subprocess.Popen[str]) -> None:

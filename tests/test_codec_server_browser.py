@@ -18,7 +18,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal.testing import start_dev_environment
 from tests.browser_support import ARTIFACTS, requires_chromium
-from tests.test_codec_server import TOKEN, free_port, sealed_run, start_codec_server
+from tests.cli_support import free_port
+from tests.test_codec_server import TOKEN, sealed_run, start_codec_server
 from tests.test_encryption import SSN
 
 WAIT = 90.0
