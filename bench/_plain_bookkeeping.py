@@ -17,7 +17,7 @@ module for each run.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -32,7 +32,7 @@ PENDING = SearchAttributeKey.for_int("SmythPendingApprovals")
 DEADLINE = timedelta(days=7)
 
 
-def _request(started: str) -> dict[str, Any]:
+def _request(started: datetime) -> dict[str, Any]:
     return {
         "id": "apr-1-call_1_0",
         "tool": "sell",
@@ -40,8 +40,8 @@ def _request(started: str) -> dict[str, Any]:
         "step": 1,
         "arguments": {"symbol": "ACME", "quantity": 7},
         "arguments_sha256": "5c5fb72360c6fe932b648c6a2deb888cf76c5ab8b09e2b278dcd078210bea657",
-        "requested_at": started,
-        "deadline": started,
+        "requested_at": started.isoformat(),
+        "deadline": (started + DEADLINE).isoformat(),
     }
 
 
@@ -79,7 +79,7 @@ class PlainBookkeeper:
         self._publish("usage", message_id=f"{run_id}/1", usage=usage)
         self._publish("status", status="running")
         self._publish("status", status="acting")
-        request = _request(workflow.now().isoformat())
+        request = _request(workflow.now())
         self._publish("approval_requested", request=request)
         self._publish("status", status="awaiting_approval")
         self._visibility("awaiting_approval", [request])
