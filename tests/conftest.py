@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import structlog
+from hypothesis import HealthCheck, settings
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -20,6 +21,18 @@ from smyth_temporal.testing import (
 from tests.agents import LEDGER_ENV
 
 pytest_plugins = ["tests.browser_support"]  # the `browser` fixture (headless Chromium)
+
+# Invariant tests search adversarial input with Hypothesis. Examples run workflows on a
+# real server, so there is no per-example deadline (a shared 2-core machine is noise);
+# `dev` keeps `make test` fast, `pytest --hypothesis-profile=ci` searches wider.
+_SLOW_EXAMPLES = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+settings.register_profile(
+    "dev", max_examples=20, deadline=None, suppress_health_check=_SLOW_EXAMPLES
+)
+settings.register_profile(
+    "ci", max_examples=200, deadline=None, suppress_health_check=_SLOW_EXAMPLES
+)
+settings.load_profile("dev")
 
 
 @pytest.fixture(scope="session", autouse=True)
