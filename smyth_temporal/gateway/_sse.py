@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +35,11 @@ EVENT_STREAM = "text/event-stream"
 
 PING = b": ping\n\n"
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""Where the SSE spec ends a line. Not ``str.splitlines``, which also splits at U+2028,
+U+0085 and others that JSON leaves unescaped inside a string: a client would read such
+a string broken with a newline, and its JSON invalid."""
+
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Server-Sent Events (`text/event-stream`)",
@@ -52,7 +58,7 @@ _HEADERS = {
 def encode(data: str, *, event: str | None = None, id: int | str | None = None) -> bytes:
     """One event in the ``text/event-stream`` format (``data`` may span lines)."""
     lines = [f"event: {event}"] if event else []
-    lines += [f"data: {line}" for line in data.splitlines() or [""]]
+    lines += [f"data: {line}" for line in _LINE_END.split(data)]
     if id is not None:
         lines.append(f"id: {id}")
     return ("\n".join(lines) + "\n\n").encode()
