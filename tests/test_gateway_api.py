@@ -13,7 +13,8 @@ from starlette.requests import ClientDisconnect, Request
 from structlog.testing import capture_logs
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient
+from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.exceptions import InvalidDecisionError
 from smyth_temporal.gateway import GatewayOptions, Permission, Principal, create_app
 from smyth_temporal.gateway._gateway import while_connected
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
@@ -406,3 +407,31 @@ def test_the_gateway_exports() -> None:
     ]
     for name in gateway_package.__all__:
         assert hasattr(gateway_package, name), name
+
+
+async def test_deciding_on_a_finished_run_is_a_conflict_on_every_interface(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([reply(ANSWER)])
+    async with (
+        agent_worker(client, Analyst, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        agents = AgentClient(client, task_queue=task_queue)
+        handle = await agents.start(Analyst, AgentInput(prompt="How is ACME?", tenant=TENANT))
+        await agents.result(handle.id)
+        decision = {"approved": True, "arguments_sha256": "0" * 64}
+        answer = await running.http.post(
+            f"/v1/runs/{handle.id}/approvals/apr-1-x", json=decision, headers=keys.headers("admin")
+        )
+        with pytest.raises(InvalidDecisionError) as refused:
+            await agents.approve(handle.id, "apr-1-x", by="alice")
+
+    expected = (
+        f"agent run {handle.id!r} has already ended (completed); there is nothing left to decide"
+    )
+    assert str(refused.value) == expected
+    # The README's promise: a refused decision is a 409, in the client's words.
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["type"] == "urn:smyth:error:InvalidDecisionError"
+    assert answer.json()["detail"] == expected

@@ -69,12 +69,14 @@ class ApprovalsClient(RunsClient):
             The decided request (``None`` when ``wait`` is false).
 
         Raises:
-            InvalidDecisionError: The agent refused the decision; the message says why.
-            AgentNotFoundError: No run has that workflow id, or it has ended.
+            InvalidDecisionError: The agent refused the decision, or its run has ended;
+                the message says why.
+            AgentNotFoundError: No run has that workflow id.
             ClientError: No worker took the decision within ``timeout``.
 
         Changed in 0.3.0: ``timeout``. Changed in 0.4.0: with a principal, its role must
-        allow deciding and ``by`` is the key's name.
+        allow deciding and ``by`` is the key's name. Changed in 0.8.0: a run that has
+        ended raises ``InvalidDecisionError`` (was ``AgentNotFoundError``).
         """
         # Before the refusals below, which tell an ended run from an unknown one: a run
         # of another tenant must stay indistinguishable from an unknown one.
@@ -105,11 +107,13 @@ class ApprovalsClient(RunsClient):
         except AgentNotFoundError as exc:
             # "Not found" means unknown ids and runs that are over alike; the latter
             # deserves its own message, or the user goes looking for a typo.
+            # It is a refused decision like any other (409 at the gateway, as an
+            # interrupt of a finished run is), not a missing run.
             status = await self.status(workflow_id)
             if status in (None, WorkflowExecutionStatus.RUNNING):
                 raise
             ended = status.name.lower().replace("_", " ")
-            raise AgentNotFoundError(
+            raise InvalidDecisionError(
                 f"agent run {workflow_id!r} has already ended ({ended}); there is nothing "
                 "left to decide"
             ) from exc
