@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import io
 import json
 from collections.abc import AsyncIterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import structlog
+from pydantic import BaseModel
 from temporalio import workflow
 from temporalio.client import Client, WorkflowHistory
 from temporalio.common import RetryPolicy
@@ -34,10 +36,12 @@ from smyth_temporal import (
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal._logging import configure_logging
     from smyth_temporal._redaction import (
+        MAX_DEPTH,
         masked_cause,
         redact,
         redact_event,
         register_secret,
+        spellings,
     )
     from smyth_temporal.activities.tools import render_output
     from smyth_temporal.mcp import HttpServer
@@ -260,6 +264,65 @@ def test_a_truncated_tool_result_keeps_no_part_of_a_secret() -> None:
     outcome = render_output("x" * 10 + "cut-secret-value", max_chars=15)
     assert outcome.truncated and outcome.content.startswith("xxxxxxxxxx[secr")
     assert "cut-" not in outcome.content
+
+
+AWKWARD = 'hunter2"pa\\ss\tz\u00e9\u2028'
+"""A secret that JSON and ``repr`` both spell differently from itself."""
+
+
+@dataclasses.dataclass
+class _Login:
+    user: str
+    password: str
+
+
+class _Credentials(BaseModel):
+    login: _Login
+    tokens: list[str]
+
+
+def _leaks(text: str, value: str) -> bool:
+    return any(spelling in text for spelling in spellings(value))
+
+
+def test_a_secret_with_quotes_or_backslashes_is_masked_in_a_structured_result() -> None:
+    register_secret("AWKWARD_KEY", AWKWARD)
+    results: list[object] = [
+        {"password": AWKWARD},
+        {"nested": [{"deeper": (AWKWARD, 1)}], AWKWARD: "as a key"},
+        _Credentials(login=_Login(user="u", password=AWKWARD), tokens=[AWKWARD]),
+        {"set": {AWKWARD}},
+    ]
+    for result in results:
+        content = render_output(result, max_chars=10_000).content
+        assert not _leaks(content, AWKWARD), content
+        assert "[secret:AWKWARD_KEY]" in content
+        json.loads(content)  # still JSON the model can read
+
+
+def test_a_result_nested_deeper_than_the_walk_is_masked_too() -> None:
+    register_secret("DEEP_KEY", 'deep"secret\\value')
+    result: object = 'deep"secret\\value'
+    for _ in range(MAX_DEPTH):  # two levels each: twice as deep as the walk goes
+        result = {"k": [result]}
+    content = render_output(result, max_chars=1_000_000).content
+    assert not _leaks(content, 'deep"secret\\value')
+    assert "[secret:DEEP_KEY]" in content
+
+
+def test_a_pydantic_object_in_a_log_field_is_masked() -> None:
+    register_secret("LOG_KEY", 'log"secret\\value')
+    credentials = _Credentials(login=_Login(user="u", password='log"secret\\value'), tokens=[])
+    for renderer in (structlog.processors.JSONRenderer(), structlog.dev.ConsoleRenderer()):
+        event = redact_event(
+            None, "info", {"event": "e", "creds": credentials, "login": credentials.login}
+        )
+        line = renderer(None, "info", event)
+        assert isinstance(line, str)
+        assert not _leaks(line, 'log"secret\\value'), line
+        assert "[secret:LOG_KEY]" in line
+    plain = _Credentials(login=_Login(user="u", password="nothing"), tokens=[])
+    assert redact_event(None, "info", {"event": "e", "creds": plain})["creds"] is plain
 
 
 def test_only_a_real_looking_plain_model_key_is_masked() -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import pydantic
 import pydantic_core
 import structlog
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -50,10 +49,11 @@ def render_output(value: Any, max_chars: int) -> ToolOutcome:
     """
     if isinstance(value, str):
         text = value
-    elif isinstance(value, BaseModel):
-        text = value.model_dump_json()
     else:
-        text = pydantic_core.to_json(value, fallback=str).decode()
+        # Masked before serializing: JSON escapes a secret's quotes and backslashes,
+        # and the text would no longer hold the value ``redact`` looks for.
+        plain = pydantic_core.to_jsonable_python(value, fallback=str)
+        text = pydantic_core.to_json(redact_value(plain), fallback=str).decode()
     # Masked before bounding: a secret cut by the truncation would leak its start.
     text = redact(text)
     if len(text) <= max_chars:
