@@ -80,3 +80,14 @@ class AskingSpender(AgentWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
+
+
+@workflow.defn
+class Hopper(AgentWorkflow):
+    """Continues as new after every step; only its tenant's budget stops it."""
+
+    config = priced(continue_as_new_after_steps=1)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

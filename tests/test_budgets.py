@@ -28,7 +28,15 @@ from smyth_temporal.types.budget import (
     budget_workflow_id,
 )
 from smyth_temporal.types.messages import Usage
-from tests.budget_agents import PRICES_TOML, AskingSpender, Boss, Intern, Shopper, Spender
+from tests.budget_agents import (
+    PRICES_TOML,
+    AskingSpender,
+    Boss,
+    Hopper,
+    Intern,
+    Shopper,
+    Spender,
+)
 from tests.cli_support import assert_one_error_line, run_smyth, spawn_worker, stop_process
 
 quote = tool_call("get_quote", symbol="ACME")
@@ -119,6 +127,30 @@ async def test_concurrent_agents_never_overspend_their_tenants_budget(
     assert spent <= 5.0 + 1.0
     assert (summary.reserved, summary.in_flight) == (0.0, 0)
     assert summary.refused >= 1
+
+
+async def test_continuing_as_new_never_bypasses_the_tenants_budget(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Every run of the chain starts its activity ids again: keyed by workflow id and
+    # activity id, each run's first call found the first run's commit and was granted
+    # unchecked (10.0 spent against 8.0, 1.0 recorded).
+    tenant = f"hopper-{task_queue}"
+    agents.task_queue = task_queue
+    model = ScriptedModel([quote] * 9 + [reply("Done.")])  # 10.0 if nothing stops it
+    async with agent_worker(client, Hopper, model=model, task_queue=task_queue):
+        assert await agents.wait_for_worker(timeout=30)
+        await agents.budgets.set(tenant, daily=8.0)
+        handle = await agents.start(Hopper, AgentInput(prompt="Shop.", tenant=tenant))
+        result = await agents.result(handle.id)
+        state = await agents.state(handle.id)
+        summary = await agents.budgets.show(tenant)
+    assert summary is not None
+    assert state.generation > 2  # it did continue as new along the way
+    assert result.status == "over_budget"
+    assert summary.spent_today == pytest.approx(result.usage.cost)  # every call counted
+    assert result.usage.cost <= 8.0
+    assert summary.refused == 1
 
 
 async def test_the_budget_survives_a_worker_sigkill(

@@ -4,7 +4,10 @@ A tenant has a budget when its ``TenantBudget`` workflow exists (``smyth budget
 set``). A call of a model with a price reserves its likely cost there first (the
 prompt's size and the reply's token bound, priced as if nothing were cached), and
 commits what it really cost after; a call that fails releases its reservation. The
-key is the same for every attempt of one call, so a retried attempt reserves once.
+key names the run and the call (``reservation_key``), the same for every attempt of
+one call and never the same for two calls, across continue-as-new too; every message
+carries its attempt, so the budget can tell a retry still holding its reservation
+(granted once more) from one after a commit (a new call to the model, checked again).
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from smyth_temporal.types.budget import (
     BUDGET_RESERVE_UPDATE,
     BudgetCommit,
     BudgetGrant,
+    BudgetRelease,
     BudgetReservation,
     PriceTable,
     budget_workflow_id,
+    reservation_key,
 )
 from smyth_temporal.types.messages import Usage
 from smyth_temporal.types.model import ModelRequest
@@ -75,9 +80,14 @@ class BudgetGuard:
         if price is None or self._known_without_budget(request.tenant):
             return None
         info = activity.info()
-        key = f"{info.workflow_id}/{info.activity_id}"
+        # A standalone activity (no workflow) is named by its own run id instead.
+        run = info.workflow_run_id or info.activity_run_id or ""
+        key = reservation_key(info.workflow_id or "", run, info.activity_id)
         reservation = BudgetReservation(
-            key=key, amount=price.cost(_estimate(request)), workflow_id=info.workflow_id
+            key=key,
+            amount=price.cost(_estimate(request)),
+            workflow_id=info.workflow_id or "",
+            attempt=info.attempt,
         )
         grant = await self._update(request.tenant, BUDGET_RESERVE_UPDATE, reservation, BudgetGrant)
         if grant is None:
@@ -89,11 +99,13 @@ class BudgetGuard:
 
     async def commit(self, tenant: str, key: str, cost: float) -> None:
         """Count what the call cost against the tenant's budget."""
-        await self._update(tenant, BUDGET_COMMIT_UPDATE, BudgetCommit(key=key, cost=cost), None)
+        commit = BudgetCommit(key=key, cost=cost, attempt=activity.info().attempt)
+        await self._update(tenant, BUDGET_COMMIT_UPDATE, commit, None)
 
     async def release(self, tenant: str, key: str) -> None:
         """Give a failed call's reservation back."""
-        await self._update(tenant, BUDGET_RELEASE_UPDATE, key, None)
+        release = BudgetRelease(key=key, attempt=activity.info().attempt)
+        await self._update(tenant, BUDGET_RELEASE_UPDATE, release, None)
 
     def _known_without_budget(self, tenant: str) -> bool:
         until = self._without_budget.get(tenant)

@@ -26,11 +26,12 @@ from smyth_temporal.types.budget import (
     BudgetCommit,
     BudgetGrant,
     BudgetLimits,
+    BudgetRelease,
     BudgetReservation,
     BudgetSummary,
 )
 
-__all__ = ["BudgetState", "TenantBudget", "VersionedTenantBudget"]
+__all__ = ["BudgetLedger", "BudgetState", "TenantBudget", "VersionedTenantBudget"]
 
 UPDATES_PER_RUN = 500
 """Updates a run takes before it continues as new (history stays small)."""
@@ -46,6 +47,8 @@ class _Held(BaseModel):
     amount: float
     at: datetime
     workflow_id: str = ""
+    attempt: int = 0
+    """The latest attempt of the call that holds it (0: before 0.8.0)."""
 
 
 class BudgetState(BaseModel):
@@ -59,69 +62,77 @@ class BudgetState(BaseModel):
     spent_this_month: float = 0.0
     held: dict[str, _Held] = Field(default_factory=dict)
     committed: list[str] = Field(default_factory=list)
-    """Keys of recent commits: a commit sent again (a retried activity) counts once."""
+    """Recent commits (``key#attempt``): a commit sent again by one attempt counts once.
+    (Before 0.8.0 a bare key, for every attempt of the call.)"""
     refused: int = 0
 
 
-@workflow.defn(name=BUDGET_WORKFLOW)
-class TenantBudget:
-    """A tenant's daily and monthly budget: reserve, commit, release."""
+class BudgetLedger:
+    """The budget's bookkeeping: pure, over a ``BudgetState`` and the time it is told.
 
-    @workflow.init
+    The one guarantee: committed spending passes a limit by at most what calls cost
+    beyond their reservations. A call holds its likely cost before it is made and is
+    refused when spending, what others hold and its own amount would pass a limit.
+
+    - A retry of a call still holding its reservation (its attempt died before
+      committing or releasing) is granted once more without holding twice.
+    - A retry of a call whose earlier attempt committed is a new call to the model: it
+      is checked against the limits like any other, and its commit counts again.
+    - A commit sent twice by one attempt counts once.
+    - A release or commit from an earlier attempt leaves a later attempt's hold.
+
+    Added in 0.8.0 (the ``TenantBudget`` workflow's logic, apart so it can be tested
+    on its own).
+    """
+
     def __init__(self, state: BudgetState) -> None:
         self.state = state
-        self._updates = 0
 
-    @workflow.run
-    async def run(self, state: BudgetState) -> None:
-        """Take updates until the run has had enough, then continue as new."""
-        await workflow.wait_condition(
-            lambda: self._updates >= UPDATES_PER_RUN and workflow.all_handlers_finished()
-        )
-        workflow.continue_as_new(self.state)
-
-    @workflow.update(name=BUDGET_LIMITS_UPDATE)
-    def set_limits(self, limits: BudgetLimits) -> BudgetSummary:
-        """Replace the limits; spending so far stays."""
-        self._updates += 1
-        self._roll().limits = limits
-        return self.summary()
-
-    @workflow.update(name=BUDGET_RESERVE_UPDATE)
-    def reserve(self, reservation: BudgetReservation) -> BudgetGrant:
+    def reserve(self, reservation: BudgetReservation, now: datetime) -> BudgetGrant:
         """Hold ``amount`` for a call, unless a limit would be passed."""
-        self._updates += 1
-        state = self._roll()
-        if reservation.key in state.held or reservation.key in state.committed:
-            return BudgetGrant(granted=True)  # a retried attempt of a call already counted
+        state = self.roll(now)
+        held = state.held.get(reservation.key)
+        if held is not None:
+            # A retry of a call whose earlier attempt never said how it ended: the
+            # reservation it holds covers this attempt too.
+            held.attempt = max(held.attempt, reservation.attempt)
+            return BudgetGrant(granted=True)
         problem = self._over(reservation.amount)
         if problem:
             state.refused += 1
             return BudgetGrant(granted=False, reason=problem)
         state.held[reservation.key] = _Held(
-            amount=reservation.amount, at=workflow.now(), workflow_id=reservation.workflow_id
+            amount=reservation.amount,
+            at=now,
+            workflow_id=reservation.workflow_id,
+            attempt=reservation.attempt,
         )
         return BudgetGrant(granted=True)
 
-    @workflow.update(name=BUDGET_COMMIT_UPDATE)
-    def commit(self, commit: BudgetCommit) -> None:
+    def commit(self, commit: BudgetCommit, now: datetime) -> None:
         """Count what a call cost, in place of its reservation."""
-        self._updates += 1
-        state = self._roll()
-        if commit.key in state.committed:
+        state = self.roll(now)
+        done = _commit_id(commit.key, commit.attempt)
+        if done in state.committed:
             return
-        state.held.pop(commit.key, None)
+        held = state.held.get(commit.key)
+        if held is not None and held.attempt <= commit.attempt:
+            del state.held[commit.key]
         state.spent_today += commit.cost
         state.spent_this_month += commit.cost
-        state.committed = [*state.committed[-(_COMMITTED_KEPT - 1) :], commit.key]
+        state.committed = [*state.committed[-(_COMMITTED_KEPT - 1) :], done]
 
-    @workflow.update(name=BUDGET_RELEASE_UPDATE)
-    def release(self, key: str) -> None:
-        """Drop a failed call's reservation."""
-        self._updates += 1
-        self._roll().held.pop(key, None)
+    def release(self, release: BudgetRelease, now: datetime) -> None:
+        """Drop a failed call's reservation (not a later attempt's)."""
+        state = self.roll(now)
+        held = state.held.get(release.key)
+        if held is not None and held.attempt <= release.attempt:
+            del state.held[release.key]
 
-    @workflow.query(name=BUDGET_SUMMARY_QUERY)
+    def set_limits(self, limits: BudgetLimits, now: datetime) -> None:
+        """Replace the limits; spending so far stays."""
+        self.roll(now).limits = limits
+
     def summary(self) -> BudgetSummary:
         """Limits, spending and reservations now."""
         state = self.state
@@ -137,9 +148,9 @@ class TenantBudget:
             refused=state.refused,
         )
 
-    def _roll(self) -> BudgetState:
-        """Start a new day or month when the clock says so; drop stale reservations."""
-        state, now = self.state, workflow.now()
+    def roll(self, now: datetime) -> BudgetState:
+        """Start a new day or month when ``now`` says so; drop stale reservations."""
+        state = self.state
         day, month = now.strftime("%Y-%m-%d"), now.strftime("%Y-%m")
         if state.day != day:
             state.day, state.spent_today = day, 0.0
@@ -165,6 +176,62 @@ class TenantBudget:
                     f"({left:.4f} left)"
                 )
         return ""
+
+
+def _commit_id(key: str, attempt: int) -> str:
+    # A worker older than 0.8.0 (attempt 0) recorded the bare key for all attempts.
+    return key if attempt == 0 else f"{key}#{attempt}"
+
+
+@workflow.defn(name=BUDGET_WORKFLOW)
+class TenantBudget:
+    """A tenant's daily and monthly budget: reserve, commit, release."""
+
+    @workflow.init
+    def __init__(self, state: BudgetState) -> None:
+        self.state = state
+        self.ledger = BudgetLedger(state)
+        self._updates = 0
+
+    @workflow.run
+    async def run(self, state: BudgetState) -> None:
+        """Take updates until the run has had enough, then continue as new."""
+        await workflow.wait_condition(
+            lambda: self._updates >= UPDATES_PER_RUN and workflow.all_handlers_finished()
+        )
+        workflow.continue_as_new(self.state)
+
+    @workflow.update(name=BUDGET_LIMITS_UPDATE)
+    def set_limits(self, limits: BudgetLimits) -> BudgetSummary:
+        """Replace the limits; spending so far stays."""
+        self._updates += 1
+        self.ledger.set_limits(limits, workflow.now())
+        return self.summary()
+
+    @workflow.update(name=BUDGET_RESERVE_UPDATE)
+    def reserve(self, reservation: BudgetReservation) -> BudgetGrant:
+        """Hold ``amount`` for a call, unless a limit would be passed."""
+        self._updates += 1
+        return self.ledger.reserve(reservation, workflow.now())
+
+    @workflow.update(name=BUDGET_COMMIT_UPDATE)
+    def commit(self, commit: BudgetCommit) -> None:
+        """Count what a call cost, in place of its reservation."""
+        self._updates += 1
+        self.ledger.commit(commit, workflow.now())
+
+    @workflow.update(name=BUDGET_RELEASE_UPDATE)
+    def release(self, release: BudgetRelease | str) -> None:
+        """Drop a failed call's reservation (a bare key: from a worker older than 0.8.0)."""
+        self._updates += 1
+        if isinstance(release, str):
+            release = BudgetRelease(key=release)
+        self.ledger.release(release, workflow.now())
+
+    @workflow.query(name=BUDGET_SUMMARY_QUERY)
+    def summary(self) -> BudgetSummary:
+        """Limits, spending and reservations now."""
+        return self.ledger.summary()
 
 
 # A budget lives for months: pinned to the build that started it (what versioned workers

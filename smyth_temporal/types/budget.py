@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
@@ -26,11 +27,13 @@ __all__ = [
     "BudgetCommit",
     "BudgetGrant",
     "BudgetLimits",
+    "BudgetRelease",
     "BudgetReservation",
     "BudgetSummary",
     "Price",
     "PriceTable",
     "budget_workflow_id",
+    "reservation_key",
 ]
 
 BUDGET_WORKFLOW = "smyth.budget"
@@ -49,18 +52,34 @@ def budget_workflow_id(tenant: str) -> str:
     return f"smyth-budget/{tenant}"
 
 
+def reservation_key(workflow_id: str, run_id: str, activity_id: str) -> str:
+    """The key a model call reserves under: its run and its activity, each percent-encoded.
+
+    Activity ids start again in every run of a workflow (continue-as-new, reset), so
+    the run id is part of the key; the parts are encoded so that a ``/`` in a workflow
+    id cannot make two calls' keys equal.
+
+    Added in 0.8.0.
+    """
+    return "/".join(quote(part, safe="") for part in (workflow_id, run_id, activity_id))
+
+
 class Price(BaseModel):
     """What a model charges, per million tokens.
 
     Added in 0.5.0.
     """
 
-    input: float = 0.0
+    # A price is a finite number of 0 or more: a NaN would make every limit check
+    # false (a budget that grants everything), a negative one would refund spending.
+    input: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Per million input (prompt) tokens not served from the cache."""
-    output: float = 0.0
+    output: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Per million output (completion) tokens."""
-    cached_input: float | None = None
-    """Per million cached input tokens (``None``: the ``input`` price)."""
+    cached_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Per million cached input tokens (``None``: the ``input`` price).
+
+    Changed in 0.8.0: every price must be a finite number of 0 or more."""
 
     def cost(self, usage: Usage) -> float:
         """What ``usage`` costs at these prices."""
@@ -117,15 +136,20 @@ class BudgetLimits(BaseModel):
 
 
 class BudgetReservation(BaseModel):
-    """A model call asks to spend up to ``amount`` before it is made."""
+    """A model call asks to spend up to ``amount`` before it is made.
+
+    Changed in 0.8.0: ``attempt``; ``amount`` must be a finite number of 0 or more.
+    """
 
     key: str
-    """The call (workflow id and activity id): the same for every attempt, so a retried
-    attempt reserves once."""
-    amount: float
+    """The call (``reservation_key``: its run and activity): the same for every attempt,
+    so a retry of a call still holding its reservation reserves once."""
+    amount: float = Field(ge=0, allow_inf_nan=False)
     """The most the call is expected to cost."""
     workflow_id: str = ""
     """The agent run that asks (for the summary)."""
+    attempt: int = 0
+    """The activity attempt that asks (0: a worker older than 0.8.0)."""
 
 
 class BudgetGrant(BaseModel):
@@ -138,10 +162,31 @@ class BudgetGrant(BaseModel):
 
 
 class BudgetCommit(BaseModel):
-    """What a reserved call really cost."""
+    """What a reserved call really cost.
+
+    Changed in 0.8.0: ``attempt``; ``cost`` must be a finite number of 0 or more.
+    """
 
     key: str
-    cost: float
+    """The call's reservation key."""
+    cost: float = Field(ge=0, allow_inf_nan=False)
+    """What the call cost."""
+    attempt: int = 0
+    """The activity attempt that made the call: each attempt that reached the model is
+    counted, a commit sent again by the same attempt once (0: a worker older than 0.8.0)."""
+
+
+class BudgetRelease(BaseModel):
+    """A call that failed gives its reservation back.
+
+    Added in 0.8.0 (before, the ``release`` update took the bare key, which it still
+    accepts from older workers).
+    """
+
+    key: str
+    """The call's reservation key."""
+    attempt: int = 0
+    """The attempt that failed: a later attempt's reservation of the same call stays."""
 
 
 class BudgetSummary(BaseModel):
