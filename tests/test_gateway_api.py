@@ -116,7 +116,7 @@ async def test_no_bad_or_revoked_key_is_401_and_health_needs_none(
     assert (await asgi.get("/healthz")).json() == {"status": "ok"}
 
 
-async def test_failed_authentications_are_throttled_per_address_and_logged(
+async def test_failed_authentications_are_throttled_and_a_valid_key_never_is(
     agents: AgentClient, keys: Keys
 ) -> None:
     app = create_app(
@@ -125,6 +125,7 @@ async def test_failed_authentications_are_throttled_per_address_and_logged(
         keys=keys.store,
         options=GatewayOptions(auth_burst=2, auth_refill_per_second=0.01),
     )
+    # One proxy in front of everyone: bad guesses from it must not lock out real keys.
     transport = httpx.ASGITransport(app=app, client=("10.1.2.3", 5000))
     elsewhere = httpx.ASGITransport(app=app, client=("10.9.9.9", 5000))
     async with (
@@ -133,20 +134,35 @@ async def test_failed_authentications_are_throttled_per_address_and_logged(
     ):
         with capture_logs() as logs:
             codes = [
-                (await http.get("/v1/approvals", headers=bearer("smyth_guess"))).status_code
-                for _ in range(3)
+                (await http.get("/v1/approvals", headers=bearer(f"smyth_guessing-{n}"))).status_code
+                for n in range(3)
             ]
-            throttled = await http.get("/v1/approvals", headers=keys.headers("admin"))
-        unaffected = await other.get("/v1/approvals", headers=keys.headers("admin"))
+            valid = [
+                (await http.get("/v1/approvals", headers=keys.headers(role))).status_code
+                for role in ("admin", "viewer", "admin")
+            ]
+            missing = await http.get("/v1/approvals")
+            # One key's first characters tried from elsewhere: its own bucket runs dry too.
+            same_prefix = [
+                (
+                    await other.get("/v1/approvals", headers=bearer(f"smyth_guessing-{n}"))
+                ).status_code
+                for n in range(3, 5)
+            ]
+        unaffected = await other.get("/v1/approvals", headers=bearer("smyth_another-guess"))
     assert codes == [401, 401, 429]
-    assert throttled.status_code == 429 and int(throttled.headers["retry-after"]) >= 1
-    assert unaffected.status_code == 200
+    assert valid == [200, 200, 200]
+    assert missing.status_code == 429 and int(missing.headers["retry-after"]) >= 1
+    assert same_prefix == [429, 429]
+    assert unaffected.status_code == 401
     events = [(e["event"], e["client"]) for e in logs]
     assert (
         events
-        == [("gateway.auth_failed", "10.1.2.3")] * 2 + [("gateway.auth_throttled", "10.1.2.3")] * 2
+        == [("gateway.auth_failed", "10.1.2.3")] * 2
+        + [("gateway.auth_throttled", "10.1.2.3")] * 2
+        + [("gateway.auth_throttled", "10.9.9.9")] * 2
     )
-    assert "smyth_guess" not in repr(logs)
+    assert "guessing" not in repr(logs)
 
 
 async def test_openapi_documents_every_route_with_problem_details(

@@ -3,20 +3,22 @@
 Every route but ``/healthz`` depends on ``require(permission)``: the caller's key
 (``Authorization: Bearer <key>``, which OpenAI clients send too) gives its tenant and
 role. No key or a bad one: 401; a role without the permission: 403; too many failures
-from one address: 429. Failures are logged (never the key).
+from one address or with one key's first characters: 429 instead of 401. A valid key is
+never throttled (see ``_throttle``). Failures are logged (never the key).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import structlog
 from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from smyth_temporal.gateway._gateway import Gateway, gateway_of
+from smyth_temporal.gateway._throttle import failure_subjects
 from smyth_temporal.security._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
 
 __all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
@@ -38,26 +40,29 @@ async def _caller(
 ) -> Principal:
     gateway: Gateway = gateway_of(request)
     address = request.client.host if request.client else "unknown"
-    wait = gateway.limiter.retry_after(address)
+    presented = credentials.credentials if credentials is not None else None
+    if presented is None and gateway.insecure_dev:
+        return DEV_PRINCIPAL
+    # The key is checked first: a valid key always passes, whatever others failed.
+    key = gateway.keys.authenticate(presented) if presented and gateway.keys else None
+    if key is not None:
+        return Principal(name=key.name, tenant=key.tenant, role=key.role)
+    subjects = failure_subjects(address, presented)
+    wait = gateway.limiter.retry_after(*subjects)
     if wait is not None:
         log.warning("gateway.auth_throttled", client=address, path=request.url.path)
         raise HTTPException(
             HTTPStatus.TOO_MANY_REQUESTS,
-            f"too many failed authentications from {address}; try again in {wait:.0f}s",
+            f"too many failed authentications from {address} or with this key; "
+            f"try again in {wait:.0f}s",
             headers={"Retry-After": str(max(1, round(wait)))},
         )
-    if credentials is None:
-        if gateway.insecure_dev:
-            return DEV_PRINCIPAL
-        _refuse(gateway, address, request, "missing API key: send Authorization: Bearer <key>")
-    key = gateway.keys.authenticate(credentials.credentials) if gateway.keys else None
-    if key is None:
-        _refuse(gateway, address, request, "invalid or revoked API key")
-    return Principal(name=key.name, tenant=key.tenant, role=key.role)
-
-
-def _refuse(gateway: Gateway, address: str, request: Request, reason: str) -> NoReturn:
-    gateway.limiter.failed(address)
+    gateway.limiter.failed(*subjects)
+    reason = (
+        "invalid or revoked API key"
+        if presented
+        else "missing API key: send Authorization: Bearer <key>"
+    )
     log.warning("gateway.auth_failed", client=address, path=request.url.path, reason=reason)
     raise HTTPException(HTTPStatus.UNAUTHORIZED, reason, headers=_CHALLENGE)
 
