@@ -135,7 +135,9 @@ def test_serve_refuses_to_start_without_a_key(tmp_path: Path, address: str) -> N
     assert_one_error_line(outcome, "no active API key in")
 
 
-def test_serve_insecure_dev_binds_loopback_only_and_says_so(tmp_path: Path, address: str) -> None:
+def test_serve_insecure_dev_binds_and_answers_loopback_only_against_dns_rebinding(
+    tmp_path: Path, address: str
+) -> None:
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as stderr:
@@ -155,7 +157,24 @@ def test_serve_insecure_dev_binds_loopback_only_and_says_so(tmp_path: Path, addr
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        answer = httpx.get(f"http://127.0.0.1:{port}/openai/v1/models", timeout=10)
+        url = f"http://127.0.0.1:{port}"
+        answer = httpx.get(f"{url}/openai/v1/models", timeout=10)
+        # DNS rebinding: a page on another name that resolves to 127.0.0.1 sends its
+        # own name in Host. Only this machine's loopback names, on this port, pass.
+        hosts = {
+            host: httpx.get(f"{url}/v1/runs", headers={"Host": host}, timeout=10).status_code
+            for host in (
+                f"localhost:{port}",
+                f"[::1]:{port}",
+                f"127.0.0.1:{port}",
+                f"rebound.example:{port}",
+                f"localhost.rebound.example:{port}",
+                f"127.0.0.1:{port + 1}",
+                "localhost",
+                "",
+            )
+        }
+        refused = httpx.get(url + "/v1/runs", headers={"Host": f"evil.example:{port}"})
     finally:
         stop_process(process)
     text = log.read_text()
@@ -163,6 +182,14 @@ def test_serve_insecure_dev_binds_loopback_only_and_says_so(tmp_path: Path, addr
     assert "act as tenant 'default' with role admin" in text
     assert answer.status_code == 200
     assert [m["id"] for m in answer.json()["data"]] == ["Analyst"]
+    assert [host for host, status in hosts.items() if status == 200] == [
+        f"localhost:{port}",
+        f"[::1]:{port}",
+        f"127.0.0.1:{port}",
+    ]
+    assert set(hosts.values()) == {200, 421}
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "Host 'evil.example:" in refused.json()["detail"]
 
 
 def test_importing_the_gateway_without_its_extra_says_how_to_install_it() -> None:

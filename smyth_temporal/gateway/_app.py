@@ -19,6 +19,7 @@ from smyth_temporal.clients import AgentClient, AgentRef
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.gateway._approvals import router as approvals
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
+from smyth_temporal.gateway._hosts import LoopbackHostOnly
 from smyth_temporal.gateway._limits import BodyLimit
 from smyth_temporal.gateway._listing import router as listing
 from smyth_temporal.gateway._memory import router as memory
@@ -84,7 +85,8 @@ def create_app(
         served: The agents callers may start and talk to (classes or type names).
         keys: The API keys (default: the key file, ``SMYTH_KEYS_FILE``).
         insecure_dev: Requests without a key act as tenant ``default``, role admin;
-            for one person on their own machine (``smyth serve --insecure-dev``).
+            for one person on their own machine (``smyth serve --insecure-dev``); only
+            requests for a loopback ``Host`` are answered (others: 421).
         options: Limits and timings.
 
     Raises:
@@ -113,6 +115,8 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
+    if insecure_dev:
+        app.add_middleware(LoopbackHostOnly)  # no keys: no page elsewhere may reach it
     for router in (listing, runs, sessions, approvals, memory, openai_api):
         app.include_router(router)
     if options.console:
