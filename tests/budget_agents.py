@@ -8,6 +8,7 @@ from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from tests.agents import get_quote
+from tests.context_agents import place_order
 
 PRICED_MODEL = "priced-model"
 """Priced so that a scripted call (10 input and 10 output tokens) costs exactly 1.0."""
@@ -87,6 +88,22 @@ class Hopper(AgentWorkflow):
     """Continues as new after every step; only its tenant's budget stops it."""
 
     config = priced(continue_as_new_after_steps=1)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class PatientSpender(AgentWorkflow):
+    """Asks to go on past 1.5 spent, places gated orders, continues as new every 3 steps."""
+
+    config = priced(
+        tools=[get_quote, place_order],
+        max_cost=1.5,
+        on_over_budget="ask",
+        continue_as_new_after_steps=3,
+    )
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

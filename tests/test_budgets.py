@@ -16,6 +16,7 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, ClientError, InvalidDecisionError
 from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.agent import TERMINAL_STATUSES
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
@@ -34,6 +35,7 @@ from tests.budget_agents import (
     Boss,
     Hopper,
     Intern,
+    PatientSpender,
     Shopper,
     Spender,
 )
@@ -268,3 +270,36 @@ async def test_an_over_budget_run_asks_a_person_to_go_on(
     assert (result.status, result.steps) == ("over_budget", 3)
     assert result.usage.cost == pytest.approx(3.0)
     assert len(model.requests) == 3
+
+
+async def test_an_approved_extension_outlives_fifty_later_decisions_and_continue_as_new(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Continue-as-new carries the 50 most recent decisions: an extension decided
+    # before them was dropped, and the next run asked again for what was granted.
+    orders = [tool_call("place_order", symbol="ACME", quantity=n) for n in range(51)]
+    model = ScriptedModel([quote, quote, orders, reply("Done.")])
+    async with agent_worker(client, PatientSpender, model=model, task_queue=task_queue):
+        handle = await agents.start(PatientSpender, "Quote, then order.")
+        extension = await pending(agents, handle.id, set())
+        assert extension.tool == "continue_over_budget"
+        await agents.approve(
+            handle.id, extension.id, by="ops", arguments={**extension.arguments, "extra": 10.0}
+        )
+        decided = {extension.id}
+        while len(decided) < 52:
+            request = await pending(agents, handle.id, decided)
+            assert request.tool == "place_order"
+            await agents.reject(handle.id, request.id, by="ops", wait=False)
+            decided.add(request.id)
+        state = await agents.state(handle.id)
+        for _ in range(600):  # until it finishes or asks again (a bound, not a timing)
+            if state.status in TERMINAL_STATUSES or state.pending_approvals:
+                break
+            await asyncio.sleep(0.05)
+            state = await agents.state(handle.id)
+        assert state.pending_approvals == []
+        result = await agents.result(handle.id)
+    assert state.generation == 2
+    assert (result.status, result.steps) == ("completed", 4)
+    assert result.usage.cost == pytest.approx(4.0)

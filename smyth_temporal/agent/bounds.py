@@ -3,12 +3,16 @@
 Workflow code; pure reads of the config, the input's ``AgentLimits`` and the usage
 counted so far (costs come priced from the model activity, so they replay as
 recorded), and, with ``AgentConfig(on_over_budget="ask")``, approvals to spend more.
+
+An approved extension stays in force for the rest of the run's chain: continue-as-new
+carries only the recent decided requests, so the checkpoint carries what the approved
+extensions it leaves out added (``AgentCheckpoint.over_budget_extension``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.config import AgentConfig
@@ -16,9 +20,10 @@ from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.loop import Loop
 from smyth_temporal.tools._tool import Tool, tool
 from smyth_temporal.types.agent import AgentInput, AgentLimits
+from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.messages import ToolCall
 
-__all__ = ["CONTINUE_OVER_BUDGET", "RunBounds"]
+__all__ = ["CONTINUE_OVER_BUDGET", "RunBounds", "carried_extension", "extension"]
 
 
 @tool(
@@ -40,6 +45,34 @@ async def _continue_over_budget(spent: float, limit: float, extra: float) -> str
 
 CONTINUE_OVER_BUDGET: Tool = _continue_over_budget
 """The built-in tool whose approval lets a run spend more (never offered to the model)."""
+
+
+def extension(request: ApprovalRequest) -> float:
+    """What ``request`` adds to a run's ``max_cost`` (0 unless an approved extension).
+
+    An approved ``continue_over_budget`` request adds its ``extra``, the approver's
+    edit winning. Added in 0.8.0.
+    """
+    if request.tool != CONTINUE_OVER_BUDGET.name or request.status != "approved":
+        return 0.0
+    edited = request.decision.arguments if request.decision else None
+    return float((edited or request.arguments)["extra"])
+
+
+def carried_extension(
+    before: float, requests: Iterable[ApprovalRequest], carried: Iterable[ApprovalRequest]
+) -> float:
+    """What continue-as-new must carry apart from the requests it carries.
+
+    Args:
+        before: What the run restored apart from its requests (0 in a chain's first run).
+        requests: Every request of the run.
+        carried: The requests the next run restores.
+
+    Added in 0.8.0.
+    """
+    kept = {request.id for request in carried}
+    return before + sum(extension(r) for r in requests if r.id not in kept)
 
 
 class RunBounds:
@@ -156,11 +189,11 @@ class RunBounds:
         return decided == "approved"
 
     def _extended(self) -> float:
-        """What approved ``continue_over_budget`` requests added (edited amounts win)."""
-        total = 0.0
-        for request in self._approvals.requests.values():
-            if request.tool != CONTINUE_OVER_BUDGET.name or request.status != "approved":
-                continue
-            edited = request.decision.arguments if request.decision else None
-            total += float((edited or request.arguments)["extra"])
-        return total
+        """What approved ``continue_over_budget`` requests added (edited amounts win).
+
+        Those of earlier runs that continue-as-new no longer carries are included.
+        """
+        input = self._input()
+        checkpoint = input.checkpoint if input is not None else None
+        before = checkpoint.over_budget_extension if checkpoint is not None else 0.0
+        return before + sum(extension(r) for r in self._approvals.requests.values())

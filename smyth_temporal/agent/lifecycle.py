@@ -18,6 +18,7 @@ from temporalio import workflow
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._telemetry import continued_as_new
 from smyth_temporal.agent.approvals import Approvals
+from smyth_temporal.agent.bounds import carried_extension
 from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
@@ -75,6 +76,7 @@ class Lifecycle:
         self._delegation = delegation
         self._events = events
         self._data = data
+        self._extension = 0.0  # approved over-budget extensions no request carries
 
     def should_continue_as_new(self) -> bool:
         """Whether this run has grown enough to hand over to a fresh one."""
@@ -119,12 +121,15 @@ class Lifecycle:
 
     def checkpoint(self) -> AgentCheckpoint:
         """The state the next run starts from (see ``AgentCheckpoint``)."""
-        conversation = self._conversation
+        conversation, approvals = self._conversation, self._approvals
+        carried = approvals.carried(CARRIED_APPROVALS)
+        extension = carried_extension(self._extension, approvals.requests.values(), carried)
         return AgentCheckpoint(
             messages=conversation.messages,
             step=conversation.step,
             usage=conversation.usage,
-            approvals=self._approvals.carried(CARRIED_APPROVALS),
+            approvals=carried,
+            over_budget_extension=extension,
             compactions=self._compactor.records,
             compaction_count=self._compactor.count,
             generation=self.generation + 1,
@@ -168,6 +173,7 @@ class Lifecycle:
         conversation.usage = checkpoint.usage
         conversation.versions = list(checkpoint.versions)
         self._approvals.restore(checkpoint.approvals)
+        self._extension = checkpoint.over_budget_extension
         self._compactor.restore(checkpoint.compactions, checkpoint.compaction_count)
         self.generation = checkpoint.generation
         self._inbox.received = checkpoint.session_messages

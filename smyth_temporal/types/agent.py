@@ -131,6 +131,10 @@ class AgentCheckpoint(BaseModel):
     carry on in the next run where they were. Added in 0.3.0."""
     versions: list[StepVersions] = Field(default_factory=list)
     """What the steps so far ran with (see ``AgentState.versions``). Added in 0.5.0."""
+    over_budget_extension: float = 0.0
+    """What approved ``continue_over_budget`` requests not carried in ``approvals`` add to
+    the run's ``max_cost``: an extension stays in force however many decisions come
+    after it. Added in 0.8.0."""
 
 
 class AgentLimits(BaseModel):
