@@ -135,31 +135,29 @@ async def test_gc_removes_only_what_no_history_needs(
         age(path, hours=48)  # referenced files are old too: only references keep them
 
     settings = {"SMYTH_PAYLOAD_PATH": str(root)}
-    dry = await asyncio.to_thread(
-        smyth,
-        "storage",
-        "gc",
-        "--older-than",
-        "1d",
-        "--dry-run",
-        "--address",
-        address,
-        env=settings,
-    )
+    gc = ("storage", "gc", "--older-than", "1d", "--address", address)
+    # The first run only marks; the next one (the grace period waived) removes what is
+    # still unreferenced and unused.
+    first = await asyncio.to_thread(smyth, *gc, "--grace", "0s", "--force", env=settings)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "" and "marked 1 unreferenced payloads" in first.stderr
+    dry = await asyncio.to_thread(smyth, *gc, "--grace", "0s", "--force", "--dry-run", env=settings)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.split() == [old_orphan.name]
     assert "would remove 1 payloads" in dry.stderr
     assert old_orphan.exists()
 
+    waiting = await asyncio.to_thread(smyth, *gc, env=settings)
+    assert waiting.returncode == 0 and "younger than --grace" in waiting.stderr
+    assert old_orphan.exists()
     too_young = await asyncio.to_thread(
         smyth, "storage", "gc", "--older-than", "10m", "--address", address, env=settings
     )
     assert too_young.returncode == 1 and "--force" in too_young.stderr
 
-    done = await asyncio.to_thread(
-        smyth, "storage", "gc", "--older-than", "1d", "--address", address, env=settings
-    )
+    done = await asyncio.to_thread(smyth, *gc, "--grace", "0s", "--force", env=settings)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [old_orphan.name]
     assert not old_orphan.exists()
     assert young_orphan.exists()  # unreferenced, but written lately
     assert all(path.exists() for path in referenced)  # the closed run still needs them

@@ -23,6 +23,7 @@ from temporalio.converter import (
 from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.storage._chunked import DEFAULT_CACHE_BYTES, ChunkedLayout
+from smyth_temporal.storage._namespaces import record_namespace
 
 __all__ = ["DRIVER_NAME", "ContentAddressedFileDriver"]
 
@@ -99,6 +100,7 @@ class ContentAddressedFileDriver(StorageDriver):
         self._codec = codec
         self._cache_bytes = cache_bytes
         self._layout = ChunkedLayout(self, codec, cache_bytes=cache_bytes)
+        self._namespaces: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -153,10 +155,16 @@ class ContentAddressedFileDriver(StorageDriver):
     ) -> list[StorageDriverClaim]:
         """Write the payloads that are not in the store yet; one claim per payload.
 
-        A claim names the payload's file, or, chunked, its tree's root.
+        A claim names the payload's file, or, chunked, its tree's root. The target's
+        namespace is recorded in the store first (see ``_namespaces``), so garbage
+        collection reads its histories too.
 
-        Added in 0.2.0.
+        Added in 0.2.0. Changed in 0.7.0: records the namespace.
         """
+        namespace = context.target.namespace if context.target is not None else ""
+        if namespace and namespace not in self._namespaces:
+            await asyncio.to_thread(record_namespace, self._root, namespace)
+            self._namespaces.add(namespace)
         digests: list[str] = []
         whole: list[tuple[str, bytes]] = []
         for payload in payloads:
@@ -247,10 +255,16 @@ class ContentAddressedFileDriver(StorageDriver):
     def _write(path: Path, blob: bytes) -> None:
         try:
             if path.stat().st_size == len(blob):
-                # Already stored. Refresh the time so that age-based cleanup
-                # (see the README) sees the file as in use.
-                with contextlib.suppress(OSError):
+                # Already stored. Refresh the time so that garbage collection sees the
+                # file as in use. The refresh is the proof it is still there: gc moves
+                # a file away before its last look at the time, so a file gone between
+                # the stat and here is written again, never assumed stored.
+                try:
                     os.utime(path)
+                except FileNotFoundError:
+                    raise
+                except OSError:
+                    pass  # not ours to touch (a read-only share): it is there
                 return
         except FileNotFoundError:
             pass

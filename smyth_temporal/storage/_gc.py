@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from smyth_temporal.storage._inventory import read_inventory, store_files
+from smyth_temporal.storage._inventory import StoreInventory, read_inventory, store_files
+from smyth_temporal.storage._mark import GcMark, restore_trash, trash_dir, write_mark
 
-__all__ = ["GcReport", "StoreStats", "collect_garbage", "store_files", "store_stats"]
+__all__ = [
+    "GcReport",
+    "Progress",
+    "StoreStats",
+    "collect_garbage",
+    "mark_and_sweep",
+    "store_files",
+    "store_stats",
+]
+
+Progress = Callable[[str, int, int | None], None]
+"""Told (what is being done, how many done, out of how many or ``None``)."""
 
 _TEMPORARY = re.compile(r"^\..*\.tmp$")
 
@@ -57,9 +71,9 @@ class StoreStats:
 
 @dataclass
 class GcReport:
-    """What ``collect_garbage`` did (or, dry, would do).
+    """What ``collect_garbage`` or ``mark_and_sweep`` did (or, dry, would do).
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.7.0: marking, and what a sweep put back.
     """
 
     removed: list[str] = field(default_factory=list)
@@ -71,6 +85,14 @@ class GcReport:
     kept_recent: int = 0
     """Unreferenced files younger than the threshold (possibly about to be referenced),
     and what their trees reach."""
+    kept_reused: int = 0
+    """Files of the mark that were stored or reused since (and what they reach)."""
+    put_back: int = 0
+    """Files reused at the very moment they were being removed, put back."""
+    marked: list[str] = field(default_factory=list)
+    """Digests left in the new mark, for the next collection to remove."""
+    marked_bytes: int = 0
+    """Their total size."""
 
 
 def store_stats(root: Path) -> StoreStats:
@@ -107,42 +129,167 @@ def store_stats(root: Path) -> StoreStats:
 def collect_garbage(
     root: Path, referenced: set[str], older_than: timedelta, *, dry_run: bool = False
 ) -> GcReport:
-    """Remove the files no reference needs and nobody wrote or stored again lately.
+    """Remove, in one pass, the files no reference needs and nobody stored or reused lately.
 
     A file is kept if a reference needs it: its digest is in ``referenced`` (every
     digest the retained histories and schedules refer to), or a referenced tree
     (chunked payload) reaches it. It is kept too if it, or a tree node that reaches
-    it, was last written or stored again less than ``older_than`` ago: that protects
-    a payload written by an activity whose result is not in history yet, with its
-    chunks. Everything else goes, tree nodes before the chunks below them (a stored
-    node always means a whole subtree, which writers rely on). Leftover temporary
-    files of crashed writers older than the threshold go too.
+    it, was last written or stored again less than ``older_than`` ago. Everything
+    else goes, as ``sweep`` removes it. ``smyth storage gc`` uses ``mark_and_sweep``
+    instead, which removes only what two collections a grace period apart found
+    unused.
 
-    Added in 0.4.0. Changed in 0.5.0: the chunked layout's trees.
+    Added in 0.4.0. Changed in 0.5.0: the chunked layout's trees. Changed in 0.7.0:
+    removal re-checks each file (see ``sweep``).
+    """
+    inventory = read_inventory(root)
+    cutoff = time.time() - older_than.total_seconds()
+    mark = GcMark(marked_at=cutoff, candidates=frozenset(inventory.files))
+    return sweep(root, inventory, referenced, mark, cutoff, dry_run=dry_run)
+
+
+def mark_and_sweep(
+    root: Path,
+    referenced: set[str],
+    *,
+    started_at: float,
+    older_than: timedelta,
+    previous: GcMark | None,
+    namespaces: Iterable[str] = (),
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> GcReport:
+    """Remove what ``previous`` marked and is still unused, then mark what is unused now.
+
+    Args:
+        root: The store.
+        referenced: Every digest the histories and schedules of every namespace the
+            store serves refer to, read after ``started_at``.
+        started_at: The store's clock (``store_clock``) before the histories were read.
+        older_than: Files written or reused this recently are neither removed nor marked.
+        previous: The last collection's mark, if it is old enough to act on (the
+            caller waits out the grace period); ``None`` only marks.
+        namespaces: The namespaces read, recorded in the new mark.
+        dry_run: Say what would be removed and marked; change nothing.
+        progress: Told how reading the store and removing files advance.
+
+    Added in 0.7.0.
+    """
+    cutoff = started_at - older_than.total_seconds()
+    if not dry_run:
+        restore_trash(root)  # what a crashed run left half-removed
+    inventory = read_inventory(root, progress=progress)
+    if previous is not None:
+        report = sweep(
+            root, inventory, referenced, previous, cutoff, dry_run=dry_run, progress=progress
+        )
+        inventory = read_inventory(root, progress=progress) if not dry_run else inventory
+    else:
+        report = GcReport()
+    gone = set(report.removed)
+    files = {d: f for d, f in inventory.files.items() if d not in gone}
+    young = [d for d, f in files.items() if f.mtime > cutoff]
+    keep = inventory.reachable(referenced) | inventory.reachable(young)
+    report.marked = sorted(d for d in files if d not in keep)
+    report.marked_bytes = sum(files[d].size for d in report.marked)
+    if previous is None:
+        report.kept_referenced = len(inventory.reachable(referenced))
+        report.kept_recent = len(keep) - report.kept_referenced
+    if not dry_run:
+        write_mark(
+            root,
+            GcMark(
+                marked_at=started_at,
+                candidates=frozenset(report.marked),
+                namespaces=tuple(namespaces),
+            ),
+        )
+    return report
+
+
+def sweep(
+    root: Path,
+    inventory: StoreInventory,
+    referenced: set[str],
+    mark: GcMark,
+    cutoff: float,
+    *,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> GcReport:
+    """Remove the marked files that are still unreferenced and unused since the mark.
+
+    Kept: whatever ``referenced`` reaches; files that are not in the mark (written
+    since, or needed when it was made); marked files whose time is at or after
+    ``mark.marked_at`` or after ``cutoff`` (stored or reused since: a writer touches
+    every object it reuses, a tree node standing for its subtree); and everything
+    the kept files' trees reach. Tree nodes go before the chunks below them (a stored
+    node always means a whole subtree, which writers rely on).
+
+    A writer may reuse a file in the instant between the last look and the removal.
+    So a file is first moved to the trash, which makes any later reuse see it missing
+    and write it again; then its time is read once more, and if it was reused before
+    the move, it is put back with everything its tree reaches.
+
+    Added in 0.7.0.
     """
     report = GcReport()
-    cutoff = time.time() - older_than.total_seconds()
-    inventory = read_inventory(root)
+    if not dry_run:
+        restore_trash(root)
+    since = min(mark.marked_at, cutoff)
+    files = inventory.files
     needed = inventory.reachable(referenced)
-    young = [d for d, f in inventory.files.items() if f.mtime > cutoff]
+    young = [d for d, f in files.items() if f.mtime > cutoff]
+    reused = [d for d in mark.candidates if d in files and files[d].mtime >= mark.marked_at]
+    unmarked = [d for d in files if d not in mark.candidates]
     recent = inventory.reachable(young) - needed
+    keep = needed | recent | inventory.reachable(reused) | inventory.reachable(unmarked)
     report.kept_referenced = len(needed)
     report.kept_recent = len(recent)
-    garbage = [d for d in inventory.files if d not in needed and d not in recent]
+    report.kept_reused = len(inventory.reachable(reused) - needed - recent)
+    garbage = [d for d in files if d not in keep]
     # Parents before children (a node's level is one more than its children's), so a
     # crash halfway never leaves a node whose subtree is incomplete.
     garbage.sort(key=lambda d: -1 - inventory.nodes[d].level if d in inventory.nodes else 0)
-    for digest in garbage:
-        stored = inventory.files[digest]
+    trash = trash_dir(root) if not dry_run and garbage else None
+    for done, digest in enumerate(garbage):
+        if progress is not None:
+            progress("removing", done, len(garbage))
+        if digest in keep:
+            continue  # below a node that was put back
+        stored = files[digest]
+        if trash is not None and not _remove(stored.path, trash / digest, since):
+            report.put_back += 1
+            keep |= inventory.reachable([digest])
+            continue
         report.removed.append(digest)
         report.freed_bytes += stored.size
-        if not dry_run:
-            stored.path.unlink(missing_ok=True)
     if not dry_run:
-        for shard in root.glob("??"):
-            for stale in shard.iterdir() if shard.is_dir() and not shard.is_symlink() else ():
-                if _TEMPORARY.match(stale.name) and stale.stat().st_mtime <= cutoff:
-                    stale.unlink(missing_ok=True)
-            if shard.is_dir() and not shard.is_symlink() and not any(shard.iterdir()):
-                os.rmdir(shard)
+        _remove_leftovers(root, cutoff)
     return report
+
+
+def _remove(path: Path, trashed: Path, since: float) -> bool:
+    """Remove ``path`` unless it was touched after ``since``; whether it was removed."""
+    try:
+        os.replace(path, trashed)
+    except FileNotFoundError:
+        return True  # removed meanwhile (another collection)
+    if trashed.stat().st_mtime >= since:
+        # Reused after its last look: a writer now relies on it. (Written again
+        # meanwhile? Same digest, same bytes.)
+        os.replace(trashed, path)
+        return False
+    trashed.unlink()
+    return True
+
+
+def _remove_leftovers(root: Path, cutoff: float) -> None:
+    """Temporary files of crashed writers older than ``cutoff``, and empty shards."""
+    for shard in root.glob("??"):
+        for stale in shard.iterdir() if shard.is_dir() and not shard.is_symlink() else ():
+            if _TEMPORARY.match(stale.name) and stale.stat().st_mtime <= cutoff:
+                stale.unlink(missing_ok=True)
+        if shard.is_dir() and not shard.is_symlink() and not any(shard.iterdir()):
+            with contextlib.suppress(OSError):  # a writer just put a file there
+                os.rmdir(shard)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,14 +64,19 @@ def store_files(root: Path) -> Iterator[tuple[str, Path]]:
                 yield file.name, file
 
 
-def read_inventory(root: Path) -> StoreInventory:
+def read_inventory(
+    root: Path, *, progress: Callable[[str, int, int | None], None] | None = None
+) -> StoreInventory:
     """Every file of the store at ``root``, reading the tree nodes among them.
 
     Only a file's first bytes are read to tell a node; nodes are read whole (they are
     small: digests only). A node that cannot be parsed counts as a plain file.
+    ``progress`` is told ("reading the store", files so far, ``None``) now and then.
     """
     inventory = StoreInventory()
-    for digest, path in store_files(root):
+    for count, (digest, path) in enumerate(store_files(root)):
+        if progress is not None and count % 1024 == 0:
+            progress("reading the store", count, None)
         try:
             info = path.stat()
             with path.open("rb") as file:
