@@ -24,7 +24,7 @@ from datetime import timedelta
 
 import structlog
 from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._live import close_channel, start_channel
@@ -55,6 +55,12 @@ closed it before returning; a channel that does not end is a view lost, not a wa
 
 _LOOKBACK = 16
 """Events a feed reads before a reader's offset, to find the turn it resumes in."""
+
+_LIVE_RETRIES = 5
+"""Times a feed reads a live channel again from where it was after losing it."""
+
+_LIVE_RETRY = 0.1
+"""Seconds before reading a lost live channel again (doubling with each try)."""
 
 _log = structlog.get_logger("smyth_temporal.client")
 
@@ -175,7 +181,7 @@ class Feed:
         else:
             return
         for message_id in ended:
-            await self._channels.pop(message_id).finish()
+            await self._channels.pop(message_id).finish(event)
 
     def _add_live(self, data: object) -> None:
         self._append(parse_event(data, offset=self._last), live=True)
@@ -186,6 +192,12 @@ class _LiveChannel:
 
     A feed that reads a turn only once it is over (a reader resuming after it) starts
     no channel: it reads the one an earlier reader started, if there is one.
+
+    A read lost midway is taken up again from the next offset: the channel ends in the
+    workflow task that takes its close, and a signal coming meanwhile (a second close)
+    fails that task, and with it the poll it answered ("unexpected workflow task
+    failure"), though the channel lives on. A channel lost for good has its message
+    told again whole, after a ``text_reset``: a reader never sees it cut short.
     """
 
     def __init__(
@@ -201,14 +213,17 @@ class _LiveChannel:
         self._add = add
         self._over = asyncio.Event()
         self._ready = asyncio.Event()
+        self._read = False  # read to its end
+        self._attempt: int | None = None  # the latest attempt whose text came
+        self._next = 0  # the channel's next offset to read
         self.task = asyncio.create_task(self._follow())
 
     def cancel(self) -> None:
         """Stop following (the feed ends)."""
         self.task.cancel()
 
-    async def finish(self) -> None:
-        """The turn is over: close the channel, read the rest of its text and stop."""
+    async def finish(self, end: AgentEvent | None = None) -> None:
+        """The turn is over (``end`` says how): close the channel, read the rest, stop."""
         self._over.set()
         wait = LIVE_DRAIN.total_seconds()
         with contextlib.suppress(TimeoutError):
@@ -219,6 +234,22 @@ class _LiveChannel:
                 await close_channel(self._client, self._target.workflow_id)
             await asyncio.wait_for(asyncio.shield(self.task), wait)
         self.task.cancel()
+        if isinstance(end, MessageCompleted) and not self._read and self._attempt is not None:
+            self._retell(end)
+
+    def _retell(self, end: MessageCompleted) -> None:
+        """Tell the message's whole text again, after a ``text_reset``.
+
+        Its channel was not read to its end, so the text it gave may stop short.
+        """
+        _log.warning(
+            "events.live_retold", workflow_id=self._target.workflow_id, message=end.message_id
+        )
+        about = {"message_id": end.message_id, "step": end.step, "run_id": end.run_id}
+        attempt = self._attempt or 1
+        self._add(TextReset(attempt=attempt, **about).model_dump())
+        if end.message.content:
+            self._add(TextDelta(text=end.message.content, attempt=attempt, **about).model_dump())
 
     async def _follow(self) -> None:
         try:
@@ -230,17 +261,43 @@ class _LiveChannel:
             return
         finally:
             self._ready.set()
-        stream = WorkflowStreamClient.create(self._client, self._target.workflow_id)
-        try:
-            async for item in stream.subscribe(
-                [EVENTS_TOPIC], from_offset=0, poll_cooldown=POLL_COOLDOWN
-            ):
-                self._add(item.data)
-        except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:  # no channel: nobody read the turn
+        tries = 0
+        while True:
+            reached = self._next
+            stream = WorkflowStreamClient.create(self._client, self._target.workflow_id)
+            try:
+                async for item in stream.subscribe(
+                    [EVENTS_TOPIC], from_offset=self._next, poll_cooldown=POLL_COOLDOWN
+                ):
+                    self._take(item)
+            except RPCError as exc:
+                if exc.status == RPCStatusCode.NOT_FOUND:  # no channel: nobody read the turn
+                    return
+                error: Exception = exc
+            except Exception as exc:  # a view lost: never the feed's failure
+                error = exc
+            else:
+                self._read = True
+                return
+            tries = 1 if self._next > reached else tries + 1
+            if tries > _LIVE_RETRIES:
                 _log.warning(
-                    "events.live_failed", workflow_id=self._target.workflow_id, error=str(exc)
+                    "events.live_failed", workflow_id=self._target.workflow_id, error=str(error)
                 )
+                return
+            _log.info(
+                "events.live_retried",
+                workflow_id=self._target.workflow_id,
+                offset=self._next,
+                error=str(error),
+            )
+            await asyncio.sleep(_LIVE_RETRY * 2 ** (tries - 1))
+
+    def _take(self, item: WorkflowStreamItem[object]) -> None:
+        self._next = item.offset + 1
+        if isinstance(item.data, dict):
+            self._attempt = max(self._attempt or 0, int(item.data.get("attempt", 1)))
+        self._add(item.data)
 
 
 def _restart(delta: TextDelta) -> TextReset:
