@@ -35,6 +35,7 @@ from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._pricing import load_price_table
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
+from smyth_temporal.security._plaintext import SealedPayloadConverter
 from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import current_environment
 from smyth_temporal.storage._defaults import default_payload_storage, with_chunk_codec
@@ -225,8 +226,11 @@ class SmythPlugin(SimplePlugin):
         if codec is not None:
             # Failure messages and stack traces quote tool errors and arguments: with a
             # codec they travel as an encoded payload, not as plaintext in history.
+            # A payload the codec refused (unsealed) reads as a clear error.
             converter = dataclasses.replace(
-                converter, failure_converter_class=DefaultFailureConverterWithEncodedAttributes
+                converter,
+                failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+                payload_converter_class=SealedPayloadConverter,
             )
         super().__init__(
             "smyth_temporal.SmythPlugin",

@@ -90,6 +90,15 @@ async def test_encode_round_trips(http: httpx.AsyncClient) -> None:
     assert from_json(decoded.json()) == [PLAIN]
 
 
+async def test_an_unsealed_payload_is_shown_as_it_is(http: httpx.AsyncClient) -> None:
+    # Workers refuse unsealed payloads; the codec server only displays, and history
+    # holds some by design (patch markers, search attributes) or as refused input.
+    marker = Payload(metadata={"encoding": b"json/plain"}, data=b'{"id":"smyth-call-ids"}')
+    answer = await http.post("/decode", json=as_json(PLAIN, marker), headers=BEARER)
+    assert answer.status_code == 200
+    assert from_json(answer.json()) == [PLAIN, marker]
+
+
 async def test_cors_admits_the_ui_origin_only(http: httpx.AsyncClient) -> None:
     preflight = {
         "Access-Control-Request-Method": "POST",

@@ -7,6 +7,7 @@ import base64
 import dataclasses
 import hashlib
 import json
+import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -36,13 +37,18 @@ from smyth_temporal import (
     tool,
 )
 from smyth_temporal._payloads import payloads_in
+from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE
 from tests.trader import Trader
+from tests.trading import read_ledger
 
 with workflow.unsafe.imports_passed_through():
+    from smyth_temporal.devserver import find_binary
     from smyth_temporal.models import ModelRequest, ModelResponse
     from smyth_temporal.security import EncryptionCodec, EncryptionKey, KeyRing, new_key
+    from smyth_temporal.security._plaintext import REFUSED_ENCODING, SealedPayloadConverter
     from smyth_temporal.storage import ContentAddressedFileDriver
     from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+    from tests.test_approvals import wait_for_pending
 
 SSN = "123-45-6789"
 """In the prompt: the customer data the issue says shows up as-is in the Temporal UI."""
@@ -167,9 +173,40 @@ def test_a_sealed_payload_reveals_nothing_and_opens_again() -> None:
     assert codec.seal(PLAIN) == box
     other = Payload(metadata={"encoding": b"json/plain"}, data=b'"other"')
     assert codec.seal(other).data != box.data
-    # Sealing twice does nothing; a payload written before the key reads as it is.
+    # Sealing twice does nothing; an unsealed payload is refused (see below).
     assert codec.seal(box) == box
-    assert codec.open(PLAIN) == PLAIN
+    assert codec.open(PLAIN) != PLAIN
+
+
+def test_an_unsealed_payload_is_refused_unless_a_migration_accepts_plaintext() -> None:
+    codec = EncryptionCodec(KeyRing.parse(ring("k1")), namespace="default")
+    refused = codec.open(PLAIN)
+    assert refused.metadata["encoding"] == REFUSED_ENCODING
+    assert SSN.encode() in refused.data  # kept as sent, for whoever inspects it
+    assert codec.open(refused) == refused
+    # Refused, not raised: raising would fail the activation, and a signal carrying it
+    # would wedge every replay. Reading it is what fails, with a clear message.
+    converter = SealedPayloadConverter()
+    with pytest.raises(PayloadDecryptionError, match=r"unsealed \(plaintext\) payload was refused"):
+        converter.from_payloads([refused])
+    assert converter.from_payloads([PLAIN]) == [{"ssn": SSN}]
+    assert codec.with_context(_Context("other")).open(PLAIN) == refused
+
+    relaxed = EncryptionCodec(KeyRing.parse(ring("k1")), accept_plaintext=True)
+    assert relaxed.open(PLAIN) == PLAIN
+    assert relaxed.with_context(_Context("other")).open(PLAIN) == PLAIN
+    assert codec.accepting_plaintext().open(PLAIN) == PLAIN
+    keys = {"SMYTH_ENCRYPTION_KEYS": ring("k1")}
+    from_env = EncryptionCodec.from_env
+    assert not from_env(keys).accepts_plaintext  # type: ignore[union-attr]
+    assert from_env({**keys, "SMYTH_ACCEPT_PLAINTEXT": "on"}).accepts_plaintext  # type: ignore[union-attr]
+    with pytest.raises(ConfigurationError, match="SMYTH_ACCEPT_PLAINTEXT must be on or off"):
+        from_env({**keys, "SMYTH_ACCEPT_PLAINTEXT": "maybe"})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    namespace: str
 
 
 def test_compression_happens_before_encryption() -> None:
@@ -242,6 +279,7 @@ def test_the_plugin_encrypts_when_a_key_is_set(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("SMYTH_ENCRYPTION_KEYS", ring("k1"))
     converter = SmythPlugin(payload_storage=None).data_converter
     assert isinstance(converter.payload_codec, EncryptionCodec)  # type: ignore[union-attr]
+    assert converter.payload_converter_class is SealedPayloadConverter  # type: ignore[union-attr]
     assert SmythPlugin(encryption=None).data_converter.payload_codec is None  # type: ignore[union-attr]
 
 
@@ -339,6 +377,8 @@ async def test_a_tampered_store_file_fails_loudly(
     failures = []
     for event in history.events:
         for payload in payloads_in(event):
+            if payload.metadata.get("encoding") == b"json/plain":
+                continue  # search attributes and patch markers: never through the codec
             try:
                 await client.data_converter.decode([payload])
             except Exception as exc:
@@ -415,3 +455,74 @@ async def test_an_encrypted_history_replays(
     wrong = Replayer(workflows=[Clerk], plugins=[SmythPlugin()], namespace="elsewhere")
     failed = await wrong.replay_workflow(history, raise_on_replay_failure=False)
     assert failed.replay_failure is not None  # sealed for another namespace: refused
+
+
+def temporal_cli(address: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [find_binary("temporal"), *arguments, "--address", address],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_a_plaintext_decision_from_the_temporal_cli_is_refused_and_the_run_goes_on(
+    env: WorkflowEnvironment,
+    address: str,
+    task_queue: str,
+    sealed_env: dict[str, str],
+    ledger: Path,
+) -> None:
+    # Anyone with access to Temporal but no key tries to approve a sale with the
+    # official CLI: as an update (answered) and as a signal (fire and forget).
+    client = Client(
+        env.client.service_client, namespace=env.client.namespace, plugins=[SmythPlugin()]
+    )
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply("done")])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        agents = AgentClient(client, task_queue=task_queue)
+        handle = await agents.start(Trader, "Sell ACME")
+        state = await wait_for_pending(agents, handle.id, 1)
+        forged = json.dumps(
+            {"request_id": state.pending_approvals[0].id, "approved": True, "by": "mallory"}
+        )
+        target = ("--workflow-id", handle.id, "--input", forged)
+        update = await asyncio.to_thread(
+            temporal_cli,
+            address,
+            "workflow",
+            "update",
+            "execute",
+            "--name",
+            APPROVAL_UPDATE,
+            *target,
+        )
+        signal = await asyncio.to_thread(
+            temporal_cli, address, "workflow", "signal", "--name", APPROVAL_SIGNAL, *target
+        )
+        assert update.returncode != 0, update.stdout
+        assert "PayloadDecryptionError" in update.stderr, update.stderr
+        assert signal.returncode == 0, signal.stderr  # accepted by the server, not the agent
+        # The signal is in history now: the worker must read past it, every replay too.
+        history = await client.get_workflow_handle(handle.id).fetch_history()
+        assert any(
+            e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED for e in history.events
+        )
+        after = await wait_for_pending(agents, handle.id, 1)
+        assert after.status == "awaiting_approval" and after.approvals[0].decision is None
+        assert read_ledger(ledger) == []  # nothing was sold
+
+        # The run is intact: a decision with the key goes through.
+        await agents.approve(handle.id, by="alice")
+        result = await agents.result(handle.id)
+        final = await agents.state(handle.id)
+    assert result.output == "done"
+    assert [e["tool"] for e in read_ledger(ledger)] == ["sell"]
+    assert final.approvals[0].decision is not None
+    assert final.approvals[0].decision.by == "alice"
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert not any(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in history.events
+    )
+    # The CLI showed the update rejected with PayloadDecryptionError (its message is
+    # sealed with the rest of the failure; the codec server shows it).

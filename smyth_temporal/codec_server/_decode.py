@@ -13,6 +13,7 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 
+from smyth_temporal.security._encryption import EncryptionCodec
 from smyth_temporal.storage._defaults import with_chunk_codec
 
 __all__ = ["PayloadTranslator"]
@@ -21,6 +22,8 @@ __all__ = ["PayloadTranslator"]
 class PayloadTranslator:
     """Decodes payloads as a worker would (store references resolved, then decrypted).
 
+    Unlike a worker, it shows an unsealed payload as it is: it only displays.
+
     Args:
         codec: The encryption codec (``None``: payloads are only resolved).
         storage: The payload store that references in history point to (``None``:
@@ -28,6 +31,10 @@ class PayloadTranslator:
     """
 
     def __init__(self, codec: PayloadCodec | None, storage: ExternalStorage | None) -> None:
+        if isinstance(codec, EncryptionCodec):
+            # Shown, never acted on: history holds unsealed payloads by design (the
+            # SDK's patch markers, search attributes) and refused ones worth seeing.
+            codec = codec.accepting_plaintext()
         self._codec = codec
         # The store's chunks are sealed one by one with the same codec.
         self._storage = storage if storage is None else with_chunk_codec(storage, codec)

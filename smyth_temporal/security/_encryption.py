@@ -10,6 +10,7 @@ from functools import lru_cache
 from hashlib import sha256
 from typing import Final
 
+import structlog
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -19,11 +20,20 @@ from temporalio.converter import PayloadCodec, SerializationContext, WithSeriali
 
 from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
 from smyth_temporal.security._keys_encryption import EncryptionKey, KeyProvider, KeyRing
+from smyth_temporal.security._plaintext import (
+    ACCEPT_PLAINTEXT_ENV,
+    REFUSED_ENCODING,
+    accept_plaintext_from_env,
+    refused,
+)
 
-__all__ = ["ENCODING", "ENCRYPTION_COMPRESS_ENV", "EncryptionCodec"]
+__all__ = ["ACCEPT_PLAINTEXT_ENV", "ENCODING", "ENCRYPTION_COMPRESS_ENV", "EncryptionCodec"]
+
+log = structlog.get_logger("smyth_temporal.security")
 
 ENCODING: Final = b"binary/smyth-encrypted"
-"""The ``encoding`` of a sealed payload; anything else is passed through on decode.
+"""The ``encoding`` of a sealed payload; anything else is refused on decode (see
+``EncryptionCodec.decode``).
 
 Added in 0.4.0.
 """
@@ -87,7 +97,16 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
     (``SMYTH_ENCRYPTION_KEYS`` or ``SMYTH_ENCRYPTION_KEY_FILE``); Temporal applies it
     before the payload store, so the store only ever holds ciphertext.
 
-    Added in 0.4.0.
+    An unsealed payload coming in is refused: whoever wrote it had no key, so it
+    must not decide anything (an approval, a message, an input). It is turned into a
+    *refused* payload, which ``SealedPayloadConverter`` (on the plugin's converter)
+    will not read, so the signal carrying it is dropped and the update or query is
+    rejected with ``PayloadDecryptionError``, and the run goes on (see
+    ``smyth_temporal.security._plaintext``). ``accept_plaintext`` reads them, for
+    migrations only.
+
+    Added in 0.4.0. Changed in 0.8.0: unsealed payloads are refused unless
+    ``accept_plaintext``.
     """
 
     def __init__(
@@ -96,6 +115,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         *,
         compress: bool = False,
         namespace: str | None = None,
+        accept_plaintext: bool = False,
     ) -> None:
         """Create the codec.
 
@@ -104,10 +124,13 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             compress: Compress payloads with zlib before sealing them, when smaller.
             namespace: The namespace payloads are sealed for and checked against; set
                 by Temporal through ``with_context``; ``None`` reads any namespace.
+            accept_plaintext: Read unsealed payloads as they are instead of refusing
+                them: only while histories written before encryption still run.
         """
         self._keys = keys if isinstance(keys, KeyRing) else keys.key_ring()
         self._compress = compress
         self._namespace = namespace
+        self._accept_plaintext = accept_plaintext
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EncryptionCodec | None:
@@ -115,7 +138,8 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
 
         Raises:
             ConfigurationError: A key setting is malformed, or
-                ``SMYTH_ENCRYPTION_COMPRESS`` is neither on nor off.
+                ``SMYTH_ENCRYPTION_COMPRESS`` or ``SMYTH_ACCEPT_PLAINTEXT`` is neither
+                on nor off.
         """
         env = os.environ if environ is None else environ
         keys = KeyRing.from_env(env)
@@ -124,7 +148,24 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         setting = env.get(ENCRYPTION_COMPRESS_ENV, "off").strip().lower()
         if setting not in ("on", "off", "1", "0", "true", "false", ""):
             raise ConfigurationError(f"{ENCRYPTION_COMPRESS_ENV} must be on or off")
-        return cls(keys, compress=setting in ("on", "1", "true"))
+        return cls(
+            keys,
+            compress=setting in ("on", "1", "true"),
+            accept_plaintext=accept_plaintext_from_env(env),
+        )
+
+    @property
+    def accepts_plaintext(self) -> bool:
+        """Whether unsealed payloads are read as they are (else refused)."""
+        return self._accept_plaintext
+
+    def accepting_plaintext(self) -> EncryptionCodec:
+        """This codec, reading unsealed payloads as they are (for display, never to act)."""
+        if self._accept_plaintext:
+            return self
+        return EncryptionCodec(
+            self._keys, compress=self._compress, namespace=self._namespace, accept_plaintext=True
+        )
 
     @property
     def keys(self) -> KeyRing:
@@ -138,14 +179,19 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             namespace = None
         if not isinstance(namespace, str) or namespace == self._namespace:
             return self
-        return EncryptionCodec(self._keys, compress=self._compress, namespace=namespace)
+        return EncryptionCodec(
+            self._keys,
+            compress=self._compress,
+            namespace=namespace,
+            accept_plaintext=self._accept_plaintext,
+        )
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         """Seal each payload (one already sealed is left as it is)."""
         return [self.seal(payload) for payload in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        """Open each sealed payload; others pass through (written before a key was set).
+        """Open each sealed payload; refuse each unsealed one (see the class).
 
         Raises:
             PayloadDecryptionError: A sealed payload fails authentication, names a key
@@ -177,13 +223,22 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         return sealed
 
     def open(self, payload: Payload) -> Payload:
-        """One payload, opened if sealed.
+        """One payload, opened if sealed; unsealed, refused unless ``accept_plaintext``.
 
         Raises:
             PayloadDecryptionError: See ``decode``.
         """
-        if payload.metadata.get("encoding") != ENCODING:
-            return payload
+        encoding = payload.metadata.get("encoding")
+        if encoding != ENCODING:
+            if self._accept_plaintext or encoding == REFUSED_ENCODING:
+                return payload
+            log.warning(
+                "codec.plaintext_refused",
+                namespace=self._namespace,
+                encoding=(encoding or b"").decode(errors="replace"),
+                hint=f"{ACCEPT_PLAINTEXT_ENV}=on reads plaintext while migrating",
+            )
+            return refused(payload)
         metadata = {k: v for k, v in payload.metadata.items() if k != "encoding"}
         key = self._key_for(metadata)
         sealed_for = metadata.get(_META_NAMESPACE)

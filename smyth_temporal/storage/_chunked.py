@@ -178,8 +178,9 @@ class ChunkedLayout:
         pieces = await self._load_pieces(entries, sealer)
         metadata = Payload.FromString(pieces[0]).metadata
         payload = Payload(metadata=metadata, data=b"".join(pieces[1:]))
-        if sealer is not None and root.namespace:
-            # Sealed for its namespace again: the converter's codec checks it.
+        if sealer is not None:
+            # Sealed again (for its namespace, if it names one): the converter's codec
+            # checks it, and refuses a payload that arrives unsealed.
             [payload] = await sealer.encode([payload])
         return payload
 
