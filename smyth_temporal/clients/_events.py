@@ -1,11 +1,16 @@
 """Reading an agent run's event stream, shared by every reader in this process.
 
-Each subscriber of a ``temporalio.contrib.workflow_streams`` stream holds one poll
-update open on the run, and Temporal admits only a few in-flight updates per workflow
-(10 by default) and 2,000 per run: twenty watchers each polling would crowd out the
-approval decisions and session messages the run must take. So a process reads each
-run once: a ``Feed`` polls on behalf of every local reader and keeps the events they
-have not all read yet.
+A reader must never take the capacity a run needs for its approval decisions, session
+messages and interrupts: Temporal admits only a few in-flight updates per workflow (10
+by default), and ``WorkflowStreamClient.subscribe`` holds one poll update open per
+reader. So runs are read by query, woken by their history (``StreamReader``), and a
+process reads each run once whatever its readers' offsets: a ``Feed`` reads on behalf
+of every local reader, keeps the events they have not all read yet, and reads further
+back once for a reader that resumes from an earlier offset than any other.
+
+Events a run no longer holds (it carries its latest ``CARRIED_EVENTS`` across
+continue-as-new) come to a reader as one ``gap`` event (``EventsMissed``) in their
+place, never as a silent jump.
 
 A streamed turn's text is not in the run's stream: its ``turn_started`` names the turn's
 live channel (``types.live``), which the feed starts (a turn nobody reads has none) and
@@ -23,16 +28,18 @@ from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import structlog
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client
 from temporalio.contrib.workflow_streams import WorkflowStreamClient, WorkflowStreamItem
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._live import close_channel, start_channel
 from smyth_temporal.clients._base import rpc_error
+from smyth_temporal.clients._stream_reader import StreamBatch, StreamGone, StreamReader
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError
 from smyth_temporal.types.events import (
     EVENTS_TOPIC,
     AgentEvent,
+    EventsMissed,
     MessageCompleted,
     RunFinished,
     TextDelta,
@@ -46,8 +53,8 @@ from smyth_temporal.types.live import LiveChannelInput, LiveTarget
 __all__ = ["LIVE_DRAIN", "POLL_COOLDOWN", "Feed", "Feeds"]
 
 POLL_COOLDOWN = timedelta(milliseconds=50)
-"""Pause between two polls of a caught-up feed: each poll is an update in the run's
-history, so this bounds what watching costs (at most 20 polls a second)."""
+"""Pause between two polls of a caught-up live channel: each poll is an update in the
+channel's history, so this bounds what following one costs (20 polls a second)."""
 
 LIVE_DRAIN = timedelta(seconds=5)
 """How long a turn's ``message`` waits for the end of its live channel (the model call
@@ -66,7 +73,7 @@ _log = structlog.get_logger("smyth_temporal.client")
 
 
 class Feed:
-    """One subscription to a run's events, read by any number of local readers.
+    """One reading of a run's events, shared by any number of local readers.
 
     Args:
         client: A Temporal client with the SDK's data converter.
@@ -83,6 +90,8 @@ class Feed:
         self._offsets: list[int] = []
         self._live: list[bool] = []
         """Whether each event came from a live channel (its offset is the one before)."""
+        self._front = 0
+        """Events put before the first one read (``backfill``): readers keep their place."""
         self._last = start - 1
         """The offset of the latest event of the run's own stream."""
         self._channels: dict[str, _LiveChannel] = {}
@@ -90,25 +99,38 @@ class Feed:
         self._error: Exception | None = None
         self._done = False
         self._changed = asyncio.Event()
-        self._stream = WorkflowStreamClient.create(client, workflow_id)
+        self._backfilling = asyncio.Lock()
+        self._reader = StreamReader(client, workflow_id)
         self._task = asyncio.create_task(self._pump())
 
     async def read(self, after: int) -> AsyncIterator[AgentEvent]:
         """Every event with an offset above ``after``, in order, until the run ends.
 
         Also the text deltas that followed the event at ``after``: a reader resuming
-        mid-message reads its text again from the start, after a ``text_reset``.
+        mid-message reads its text again from the start, after a ``text_reset``. Events
+        the run no longer holds come as one ``gap`` event in their place.
 
         Raises:
             AgentNotFoundError: No run has that workflow id.
             ClientError: The run has no event stream (it began before 0.3.0).
+            ConfigurationError: A payload the run refers to cannot be read from the
+                payload store (another store, or a file removed).
         """
-        index = bisect.bisect_left(self._offsets, after)
+        # A place counted from the first event read, so events put before it later
+        # (a backfill for another reader) do not move it.
+        place = bisect.bisect_left(self._offsets, after) - self._front
         restarted: set[str | None] = set()
         while True:
-            while index < len(self._events):
+            while place + self._front < len(self._events):
+                index = place + self._front
                 event, live = self._events[index], self._live[index]
-                index += 1
+                place += 1
+                if isinstance(event, EventsMissed):
+                    if event.offset > after:  # some of what it misses came after ``after``
+                        yield event.model_copy(
+                            update={"first_missing": max(event.first_missing, after + 1)}
+                        )
+                    continue
                 if not live:
                     if event.offset > after:
                         yield event
@@ -127,8 +149,33 @@ class Feed:
             self._changed.clear()
             await self._changed.wait()
 
+    async def backfill(self, start: int) -> None:
+        """Read the events from ``start`` up to the first one read, and put them first.
+
+        For a reader resuming further back than every other: one read of the range
+        the feed lacks, instead of a second reading of the run. Turns that old are
+        over, so their live channels are not followed.
+        """
+        async with self._backfilling:
+            if start >= self.start:
+                return
+            batch = await self._reader.read_range(start, self.start)
+            events = [e for e, _ in self._parsed(batch)]
+            if events and isinstance(events[-1], EventsMissed):
+                first = self._events[0] if self._events else None
+                if isinstance(first, EventsMissed):  # one gap, not two in a row
+                    self._events[0] = first.model_copy(
+                        update={"first_missing": events[-1].first_missing}
+                    )
+                    events.pop()
+            self._events[:0] = events
+            self._offsets[:0] = [e.offset for e in events]
+            self._live[:0] = [False] * len(events)
+            self._front += len(events)
+            self.start = start
+
     def close(self) -> None:
-        """Stop polling (the last reader left)."""
+        """Stop reading (the last reader left)."""
         self._task.cancel()
 
     def _append(self, event: AgentEvent, *, live: bool) -> None:
@@ -139,24 +186,52 @@ class Feed:
         self._live.append(live)
         self._changed.set()
 
+    def _parsed(self, batch: StreamBatch) -> list[tuple[AgentEvent, bool]]:
+        """A batch's events (and its gap first, if any); ``True`` for a gap."""
+        events: list[tuple[AgentEvent, bool]] = []
+        if batch.first_missing is not None:
+            gap = EventsMissed(
+                offset=batch.first_available - 1,
+                first_missing=batch.first_missing,
+                first_available=batch.first_available,
+            )
+            events.append((gap, True))
+        events += [(_event(item), False) for item in batch.items if item.topic == EVENTS_TOPIC]
+        return events
+
     async def _pump(self) -> None:
         try:
-            async for item in self._stream.subscribe(
-                [EVENTS_TOPIC], from_offset=self.start, poll_cooldown=POLL_COOLDOWN
-            ):
-                event = parse_event(item.data, offset=item.offset)
-                await self._channels_before(event)
-                self._append(event, live=False)
-        except WorkflowUpdateFailedError as exc:
-            self._error = ClientError(
-                f"agent {self.workflow_id} has no event stream (it began before 0.3.0, "
-                f"or is not an agent): {exc.cause or exc}"
+            async for batch in self._reader.read(self.start):
+                for event, gap in self._parsed(batch):
+                    if gap:
+                        _log.warning(
+                            "events.gap",
+                            workflow_id=self.workflow_id,
+                            first_missing=batch.first_missing,
+                            first_available=batch.first_available,
+                        )
+                    else:
+                        await self._channels_before(event)
+                    self._append(event, live=False)
+        except StreamGone as exc:
+            self._error = (
+                AgentNotFoundError(f"no agent run with workflow id {self.workflow_id!r}")
+                if exc.not_found
+                else ClientError(
+                    f"agent {self.workflow_id} has no event stream (it began before 0.3.0, "
+                    f"or is not an agent): {exc}"
+                )
             )
         except RPCError as exc:
             self._error = rpc_error(
                 exc,
                 not_found=AgentNotFoundError(f"no agent run with workflow id {self.workflow_id!r}"),
             )
+        except Exception as exc:
+            # Never end quietly: a reader must tell "the run ended" from "cannot read"
+            # (a payload store this process cannot see, say).
+            _log.warning("events.read_failed", workflow_id=self.workflow_id, error=str(exc))
+            self._error = exc
         finally:
             for channel in self._channels.values():
                 channel.cancel()
@@ -300,6 +375,10 @@ class _LiveChannel:
         self._add(item.data)
 
 
+def _event(item: WorkflowStreamItem[object]) -> AgentEvent:
+    return parse_event(item.data, offset=item.offset)
+
+
 def _restart(delta: TextDelta) -> TextReset:
     """The ``text_reset`` a resuming reader gets before a message's text read again."""
     return TextReset(
@@ -312,7 +391,7 @@ def _restart(delta: TextDelta) -> TextReset:
 
 
 class Feeds:
-    """The feeds of one client, by workflow id: one poll per run, however many readers."""
+    """The feeds of one client, by workflow id: one reading per run, however many readers."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -325,14 +404,12 @@ class Feeds:
         # ``turn_started`` that named the turn's live channel (readers skip the rest).
         start = max(after + 1 - _LOOKBACK, 0)
         feed = self._feeds.get(workflow_id)
-        shared = feed is not None and feed.start <= start
-        if feed is None or not shared:
-            # A reader further back than the shared feed reads alone, from its offset.
-            feed = Feed(self._client, workflow_id, start)
-            if workflow_id not in self._feeds:
-                self._feeds[workflow_id] = feed
+        if feed is None:
+            feed = self._feeds[workflow_id] = Feed(self._client, workflow_id, start)
         feed.readers += 1
         try:
+            # A reader further back than the feed has read: the feed reads back once.
+            await feed.backfill(start)
             async for event in feed.read(after):
                 yield event
         finally:

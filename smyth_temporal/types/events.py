@@ -35,6 +35,7 @@ __all__ = [
     "CompactionDone",
     "ContinuedAsNew",
     "EventKind",
+    "EventsMissed",
     "MessageCompleted",
     "RunFinished",
     "RunStarted",
@@ -70,6 +71,7 @@ EventKind = Literal[
     "continued_as_new",
     "status",
     "usage",
+    "gap",
 ]
 
 
@@ -220,6 +222,25 @@ class UsageReported(_Event):
     usage: Usage
 
 
+class EventsMissed(_Event):
+    """Events the reader asked for are gone: read on from ``first_available``.
+
+    A run carries only its latest events into the next run at continue-as-new
+    (``CARRIED_EVENTS``), so a reader that far behind, or resuming from an offset that
+    old, cannot have the events before the oldest one carried. It gets this event in
+    their place, never a silent jump. Its ``offset`` is the last one missed: resuming
+    after it reads on from the first event still available.
+
+    Added in 0.8.0.
+    """
+
+    kind: Literal["gap"] = "gap"
+    first_missing: int
+    """The first offset the reader wanted and cannot have."""
+    first_available: int
+    """The first offset the stream still has (the reader's next event)."""
+
+
 AgentEvent = Annotated[
     RunStarted
     | RunFinished
@@ -236,7 +257,8 @@ AgentEvent = Annotated[
     | CompactionDone
     | ContinuedAsNew
     | StatusChanged
-    | UsageReported,
+    | UsageReported
+    | EventsMissed,
     Field(discriminator="kind"),
 ]
 """Any event of an agent run; ``event.kind`` tells which."""
