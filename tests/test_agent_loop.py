@@ -8,6 +8,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, Message, ToolCall
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply, tool_call
 from tests.agents import Analyst, Summarizer, read_ledger
@@ -82,7 +83,9 @@ async def test_multi_step_agent_with_several_tools(
         "write_note",
     ]
     order = next(e for e in entries if e["tool"] == "place_order")
-    assert order["key"] == f"{handle.id}/2/call_2_0"
+    assert order["key"] == idempotency_key(
+        handle.id, handle.first_execution_run_id or "", 2, "call_2_0"
+    )
     assert len({e["key"] for e in entries}) == 4
 
 
@@ -175,8 +178,8 @@ async def test_calls_with_the_same_id_stay_apart(
     ]
     keys = [e["key"] for e in entries]
     assert len(keys) == len(set(keys)) == 4
-    assert f"{handle.id}/2/dup" in keys and f"{handle.id}/2/dup~2" in keys
-    # Inside, the calls are unique; towards the model they keep the id it gave.
+    assert {k.rsplit("/", 1)[1] for k in keys} >= {"call_2_0", "call_2_1"}
+    # Inside, the calls have the workflow's ids; towards the model, the one it gave.
     calls = state.messages[2].tool_calls
-    assert [(c.id, c.wire_id) for c in calls] == [("dup", "dup"), ("dup~2", "dup")]
+    assert [(c.id, c.wire_id) for c in calls] == [("call_1_0", "dup"), ("call_1_1", "dup")]
     assert {m.tool_call_id for m in state.messages if m.role == "tool"} == {"dup"}

@@ -10,6 +10,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, AgentNotFoundError
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import arguments_sha256
 from smyth_temporal.types.model import MODEL_ACTIVITY
@@ -66,7 +67,9 @@ async def test_an_approval_with_edited_arguments(
     [call] = trail.of("tool_call")
     # The tool ran with the edited arguments: the audit shows their hash, not the model's.
     assert call.fields["arguments_sha256"] == arguments_sha256(edited)
-    assert call.fields["idempotency_key"] == f"{handle.id}/1/{asked.call_id}"
+    assert call.fields["idempotency_key"] == idempotency_key(
+        handle.id, handle.first_execution_run_id or "", 1, asked.call_id
+    )
     assert (call.fields["outcome"], call.fields["attempts"]) == ("completed", 1)
     assert [e.fields["model"] for e in trail.of("model_call")] == ["test-model"] * 2
     assert all(e.fields["input_tokens"] > 0 for e in trail.of("model_call"))

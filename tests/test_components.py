@@ -360,6 +360,8 @@ async def test_every_tool_goes_through_one_path() -> None:
         tenant=lambda: "acme",
         executors={"fake": fake},
         workflow_id=lambda: "wf-1",
+        first_run_id=lambda: "run-1",
+        patched=lambda _: True,
     )
 
     ok = await runner.call(call("lookup", key="k"))

@@ -23,6 +23,7 @@ from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.plugin import DEFAULT_HEARTBEAT_THROTTLE
 from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue
 from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
@@ -93,7 +94,7 @@ def report(name: str, killed_at: float, **moments: float) -> None:
 async def test_kill_during_a_tool_call(agents: AgentClient, ledger: Path, spawn: Spawn) -> None:
     first = await spawn("crash-tool")
     handle = await agents.start(Analyst, AgentInput(prompt="Buy ACME, then look around"))
-    key = f"{handle.id}/4/call_4_0"
+    key = idempotency_key(handle.id, handle.first_execution_run_id or "", 4, "call_4_0")
 
     # Steps 1-3 (quote, order, note) are done and step 4's slow lookup is running.
     await wait_for_entry(ledger, lambda e: e["tool"] == "slow_lookup.start")
@@ -148,7 +149,10 @@ async def test_kill_during_a_tool_call(agents: AgentClient, ledger: Path, spawn:
         (6, second.pid),
     ]
     [globex] = entries(ledger, "get_quote", symbol="GLOBEX")
-    assert (globex["pid"], globex["key"]) == (second.pid, f"{handle.id}/5/call_5_0")
+    assert (globex["pid"], globex["key"]) == (
+        second.pid,
+        idempotency_key(handle.id, handle.first_execution_run_id or "", 5, "call_5_0"),
+    )
 
     state = await agents.state(handle.id)
     assert (state.status, state.step, state.pending_tool_calls) == ("completed", 6, [])
@@ -195,7 +199,10 @@ async def test_kill_during_a_model_call(agents: AgentClient, ledger: Path, spawn
     ]
     # The tool it asked for ran once, keyed with step 3.
     [note] = entries(ledger, "write_note")
-    assert (note["pid"], note["key"]) == (second.pid, f"{handle.id}/3/call_3_0")
+    assert (note["pid"], note["key"]) == (
+        second.pid,
+        idempotency_key(handle.id, handle.first_execution_run_id or "", 3, "call_3_0"),
+    )
 
 
 async def test_decision_sent_while_no_worker_runs(
@@ -249,7 +256,7 @@ async def test_kill_during_a_blocking_tool_with_the_defaults(
     start-to-close one) and a replacement re-runs it once, with the same key."""
     first = await spawn("crash-blocking")
     handle = await agents.start(RecoveryProbe, AgentInput(prompt="Look up ACME"))
-    key = f"{handle.id}/2/call_2_0"
+    key = idempotency_key(handle.id, handle.first_execution_run_id or "", 2, "call_2_0")
     await wait_for_entry(ledger, lambda e: e["tool"] == "blocking_lookup.start")
 
     killed_at = first.kill()

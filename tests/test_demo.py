@@ -160,8 +160,9 @@ async def test_demo_survives_the_kill(env: WorkflowEnvironment, tmp_path: Path) 
         by_key.setdefault(execution.key, []).append(execution)
     assert len(by_key) == 9
     repeated = {key: runs for key, runs in by_key.items() if len(runs) > 1}
-    assert list(repeated) == [f"{workflow_id.group(1)}/3/call_3_0"]
-    cut, rerun = repeated[f"{workflow_id.group(1)}/3/call_3_0"]
+    [(repeated_key, (cut, rerun))] = repeated.items()
+    assert repeated_key.startswith(f"{workflow_id.group(1)}/")
+    assert repeated_key.endswith("/3/call_3_0")
     assert (cut.tool, cut.pid, cut.attempt, cut.ended) == ("get_volatility", first_pid, 1, None)
     assert (rerun.pid, rerun.attempt) == (second_pid, 2) and rerun.ended is not None
     assert all(runs[0].ended is not None for runs in by_key.values() if len(runs) == 1)
@@ -169,7 +170,7 @@ async def test_demo_survives_the_kill(env: WorkflowEnvironment, tmp_path: Path) 
     assert min(e.step for e in executions if e.pid == second_pid) == 3
     assert len((files / "alerts.jsonl").read_text().splitlines()) == 1
     (trade,) = [json.loads(line) for line in (files / "trades.jsonl").read_text().splitlines()]
-    assert trade["key"] == f"{workflow_id.group(1)}/6/call_6_0"
+    assert trade["key"] == repeated_key.replace("/3/call_3_0", "/6/call_6_0")
     (sale,) = [e for e in executions if e.tool == "sell_position"]
     assert (sale.step, sale.call_id, sale.pid, sale.attempt) == (6, "call_6_0", second_pid, 1)
     assert sale.arguments == SALE and sale.ended is not None

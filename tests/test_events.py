@@ -18,6 +18,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal import AgentClient, AgentInput, InvalidInterruptError
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.clients import _events
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import (
@@ -84,7 +85,9 @@ async def test_a_run_streams_its_turns_tools_and_text_in_order(
             assert event.offset == before.offset
     assert {e.run_id for e in events} == {handle.result_run_id}
     scheduled = next(e for e in events if isinstance(e, ToolCallScheduled))
-    assert scheduled.idempotency_key == f"{handle.id}/1/{scheduled.call.id}"
+    assert scheduled.idempotency_key == idempotency_key(
+        handle.id, handle.first_execution_run_id or "", 1, scheduled.call.id
+    )
     finished = next(e for e in events if isinstance(e, ToolCallFinished))
     assert (finished.name, finished.content, finished.error) == ("get_quote", "101.5", False)
     # The answer was streamed in pieces that make up exactly the message in history.

@@ -22,6 +22,7 @@ from smyth_temporal import (
     tool,
     tool_context,
 )
+from smyth_temporal.agent.tooling import idempotency_key
 from tests.agents import read_ledger, record
 
 # This module defines workflows, so the sandbox re-imports it; the crash tests' helpers
@@ -113,7 +114,9 @@ async def test_a_local_tool_call_is_a_marker_with_the_same_contract(
     calls = [e for e in read_ledger(ledger) if e["tool"] == "price"]
     # Two attempts of one call, one idempotency key: the retry of an ordinary tool.
     assert [(c["attempt"], c["symbol"]) for c in calls] == [(1, "FLAKY"), (2, "FLAKY")]
-    assert {c["key"] for c in calls} == {f"{handle.id}/1/call_1_0"}
+    assert {c["key"] for c in calls} == {
+        idempotency_key(handle.id, handle.first_execution_run_id or "", 1, "call_1_0")
+    }
 
     kinds = [e.event_type for e in history.events]
     scheduled = [
@@ -145,7 +148,9 @@ async def test_a_crash_mid_call_re_runs_the_local_call_with_its_key(
     # The call in flight ran again on the new worker, with the same idempotency key;
     # the quote done before the kill did not.
     assert [e["pid"] for e in starts] == [first.pid, second.pid]
-    assert {e["key"] for e in starts} == {f"{handle.id}/2/call_2_0"}
+    assert {e["key"] for e in starts} == {
+        idempotency_key(handle.id, handle.first_execution_run_id or "", 2, "call_2_0")
+    }
     assert [e["pid"] for e in read_ledger(ledger) if e["tool"] == "local_lookup"] == [second.pid]
     quotes = [e for e in read_ledger(ledger) if e["tool"] == "get_quote"]
     assert [(e["symbol"], e["pid"]) for e in quotes] == [

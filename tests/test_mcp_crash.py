@@ -13,6 +13,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient
+from smyth_temporal.agent.tooling import idempotency_key
 from tests.agents import read_ledger
 from tests.mcp_agents import Scribe
 from tests.test_crash_recovery import RESULT_TIMEOUT, Spawn, entries, spawn, wait_for_entry
@@ -25,7 +26,7 @@ async def test_only_the_call_in_flight_runs_again_with_its_key(
 ) -> None:
     first = await spawn("crash-mcp")
     handle = await agents.start(Scribe, "Write three lines.")
-    key = f"{handle.id}/2/call_2_0"
+    key = idempotency_key(handle.id, handle.first_execution_run_id or "", 2, "call_2_0")
 
     await wait_for_entry(ledger, lambda e: e["tool"] == "slow_write.start")
     state = await agents.state(handle.id)
@@ -46,5 +47,8 @@ async def test_only_the_call_in_flight_runs_again_with_its_key(
     assert [e["key"] for e in finished] == [key]
     # After: once, on the new worker, with the next step's key.
     [after] = entries(ledger, "write", text="after")
-    assert (after["worker_pid"], after["key"]) == (second.pid, f"{handle.id}/3/call_3_0")
+    assert (after["worker_pid"], after["key"]) == (
+        second.pid,
+        idempotency_key(handle.id, handle.first_execution_run_id or "", 3, "call_3_0"),
+    )
     assert len([e for e in read_ledger(ledger) if e["tool"] == "model"]) == 4

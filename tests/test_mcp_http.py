@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from smyth_temporal import AgentClient, SmythPlugin
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.tools._tool import DEFAULT_TOOL_MAX_OUTPUT_CHARS
@@ -46,7 +47,7 @@ async def test_transient_failures_are_retried_with_the_same_key(
         kinds = [event.kind async for event in agents.events(handle.id)]
         result = await agents.result(handle.id)
     assert result.output == "charged 5"
-    key = f"{handle.id}/1/call_1_0"
+    key = idempotency_key(handle.id, handle.first_execution_run_id or "", 1, "call_1_0")
     assert probe.calls == [("503:charge", key), ("charge", key), ("charge", key)]
     assert kinds.count("tool_call") == 1 and kinds.count("tool_result") == 1
 

@@ -21,6 +21,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
 from smyth_temporal import AgentClient, AgentState, ConfigurationError
+from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.mcp import StdioServer
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply, tool_call
@@ -280,7 +281,9 @@ async def test_a_stdio_server_that_dies_is_started_again(
     assert int(second) != int(first) == pids[0]
     # The call that met the dead connection never reached a server; its retry did, once.
     [entry] = [e for e in read_ledger(ledger) if e["tool"] == "write"]
-    assert entry["key"] == f"{handle.id}/2/call_2_0"
+    assert entry["key"] == idempotency_key(
+        handle.id, handle.first_execution_run_id or "", 2, "call_2_0"
+    )
     history = await handle.fetch_history()
     attempts = [
         a.attempt

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_MAX_STEPS",
+    "DEFAULT_MAX_TOOL_CALLS_PER_TURN",
     "DEFAULT_MODEL_HEARTBEAT_TIMEOUT",
     "DEFAULT_MODEL_RETRY",
     "DEFAULT_MODEL_TIMEOUT",
@@ -35,6 +36,14 @@ DEFAULT_APPROVAL_TIMEOUT = timedelta(days=7)
 
 DEFAULT_MAX_STEPS = 20
 """Model turns an agent may take before it stops with status ``max_steps``."""
+
+DEFAULT_MAX_TOOL_CALLS_PER_TURN = 64
+"""Tool calls of one model turn that run; the model is told the others were not run.
+
+Every call of a turn is in flight at once (read-only ones) or waits for a person at
+once (gated ones); far past this, a turn reaches Temporal's limit of pending activities
+per run and wedges it, and its pending approvals outgrow the run's memo. Added in 0.8.0.
+"""
 
 DEFAULT_MODEL_TIMEOUT = timedelta(minutes=3)
 """How long one attempt of the model activity may run."""
@@ -99,6 +108,9 @@ class AgentConfig:
     """The tools the model may call."""
     max_steps: int = DEFAULT_MAX_STEPS
     """Model turns before the run stops with status ``max_steps``."""
+    max_tool_calls_per_turn: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN
+    """Tool calls of one model turn that run (in the model's order); each further call
+    is answered to the model as an error, unrun. Added in 0.8.0."""
     model_settings: dict[str, Any] = field(default_factory=dict)
     """Extra chat-completions parameters (``temperature``, ``max_tokens``, ...)."""
     model_timeout: timedelta = DEFAULT_MODEL_TIMEOUT
@@ -210,6 +222,11 @@ class AgentConfig:
         if self.max_steps < 1:
             raise ConfigurationError(
                 f"AgentConfig.max_steps must be at least 1, not {self.max_steps}"
+            )
+        if self.max_tool_calls_per_turn < 1:
+            raise ConfigurationError(
+                "AgentConfig.max_tool_calls_per_turn must be at least 1, "
+                f"not {self.max_tool_calls_per_turn}"
             )
         if self.context_budget is not None and self.context_budget < 256:
             raise ConfigurationError(

@@ -14,7 +14,7 @@ from smyth_temporal.types.events import AgentEvent, MessageCompleted, StatusChan
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.versions import StepVersions
 
-__all__ = ["Conversation", "unique_call_ids"]
+__all__ = ["Conversation", "assign_call_ids", "call_id", "unique_call_ids"]
 
 
 class Conversation:
@@ -85,13 +85,39 @@ class Conversation:
         return None
 
 
-def unique_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
-    """Give every call of one model turn its own id; keep the model's on the wire.
+def call_id(step: int, index: int) -> str:
+    """The id the workflow gives the ``index``-th call (from 0) of model turn ``step``.
 
-    Some OpenAI-compatible servers return the same id for several calls of a turn (or
-    reuse ids across turns). Idempotency keys, approval ids and the running-call slots
-    are keyed by the call id, so a repeated id gets a suffix (``call_1~2``) and keeps
-    the model's id in ``ToolCall.original_id`` for the messages sent back to it.
+    Added in 0.8.0.
+    """
+    return f"call_{step}_{index}"
+
+
+def assign_call_ids(calls: Sequence[ToolCall], step: int) -> list[ToolCall]:
+    """Name every call of model turn ``step`` by its position; keep the model's id on the wire.
+
+    Approval request ids, idempotency keys and the running-call slots are keyed by the
+    call id, so it must be unique in the run whatever the model sent: an id derived
+    from the model's (repeated, empty, or crafted to match a suffix such as ``a~2``)
+    let two calls share one approval. The model's id stays in ``ToolCall.original_id``
+    (when it differs) for the messages sent back to it.
+
+    Added in 0.8.0 (runs started before keep ``unique_call_ids``).
+    """
+    assigned: list[ToolCall] = []
+    for index, call in enumerate(calls):
+        own = call_id(step, index)
+        model_id = call.wire_id
+        original = model_id if model_id and model_id != own else None
+        assigned.append(call.model_copy(update={"id": own, "original_id": original}))
+    return assigned
+
+
+def unique_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The ids of runs started before 0.8.0: the model's, with a suffix when repeated.
+
+    Kept so those runs replay as recorded. It is not injective (``a, a, a~2`` becomes
+    ``a, a~2, a~2``); new runs use ``assign_call_ids``.
     """
     seen: dict[str, int] = {}
     unique: list[ToolCall] = []

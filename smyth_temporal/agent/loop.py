@@ -19,10 +19,11 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import start_model
 from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation, unique_call_ids
+from smyth_temporal.agent.conversation import Conversation, assign_call_ids, unique_call_ids
 from smyth_temporal.agent.events import EventLog
 from smyth_temporal.agent.interrupts import Interrupts
 from smyth_temporal.agent.live import live_target
+from smyth_temporal.agent.tooling import CALL_IDS_PATCH
 from smyth_temporal.agent.versions import record_versions, step_versions
 from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
 from smyth_temporal.tools._tool import Tool
@@ -130,7 +131,11 @@ class Loop:
         message = response.message
         update: dict[str, object] = {"step": request.step}
         if message.tool_calls:
-            update["tool_calls"] = unique_call_ids(message.tool_calls)
+            update["tool_calls"] = (
+                assign_call_ids(message.tool_calls, request.step)
+                if workflow.patched(CALL_IDS_PATCH)
+                else unique_call_ids(message.tool_calls)
+            )
         message = message.model_copy(update=update)
         conversation.step = request.step
         conversation.add(message, message_id=message_id)

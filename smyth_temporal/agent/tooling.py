@@ -13,6 +13,11 @@ Whatever goes wrong (an unknown tool, arguments that do not fit, a rejection, a 
 that still fails after its retries) becomes the result, so the model can correct
 itself; only a policy that fails the run (an expired approval with
 ``on_timeout="fail"``) raises.
+
+Calls are known by the ids the workflow gives them (``assign_call_ids``: step and
+position), never by the model's; approval request ids and idempotency keys follow. A
+gated call runs only with the arguments whose hash was approved (or the approver's
+edit), checked again right before it runs.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from temporalio.exceptions import ActivityError
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
+from smyth_temporal.agent.config import DEFAULT_MAX_TOOL_CALLS_PER_TURN
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._executor import ToolExecutor
@@ -38,7 +44,33 @@ from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
 
-__all__ = ["ToolRunner", "failed", "limited"]
+__all__ = [
+    "APPROVED_ARGUMENTS_PATCH",
+    "CALL_IDS_PATCH",
+    "TOOL_CALL_CAP_PATCH",
+    "ToolRunner",
+    "failed",
+    "idempotency_key",
+    "limited",
+]
+
+CALL_IDS_PATCH = "smyth-call-ids"
+"""Runs that pass here name calls by step and position and key them by run (0.8.0).
+
+Runs started before keep the model's ids (``unique_call_ids``) and their keys, as
+their recorded approval decisions refer to request ids built from them.
+"""
+
+APPROVED_ARGUMENTS_PATCH = "smyth-approved-arguments"
+"""Refuse a gated call whose arguments are not the approved ones (0.8.0).
+
+Asked only when the check fails, so a run that never broke the rule replays as
+recorded; one that did (with colliding ids, before 0.8.0) replays what it did then.
+"""
+
+TOOL_CALL_CAP_PATCH = "smyth-tool-call-cap"
+"""Answer calls past ``AgentConfig.max_tool_calls_per_turn`` unrun (0.8.0; asked only
+for a turn over the cap)."""
 
 
 class ToolRunner:
@@ -53,8 +85,12 @@ class ToolRunner:
         executors: Executors by name, besides ``activity``.
         interrupted: Whether an interrupt waits (calls not started then are not run).
         workflow_id: The agent's workflow id, for idempotency keys.
+        first_run_id: The run id of the first run under this workflow id (the same
+            across continue-as-new, a new one for a new run), for idempotency keys.
+        max_calls: Calls of one turn that run (``AgentConfig.max_tool_calls_per_turn``).
+        patched: ``workflow.patched`` (a stand-in in unit tests).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.8.0: ``first_run_id``, ``max_calls``, ``patched``.
     """
 
     def __init__(
@@ -68,6 +104,9 @@ class ToolRunner:
         executors: Mapping[str, ToolExecutor],
         interrupted: Callable[[], bool] = lambda: False,
         workflow_id: Callable[[], str] = lambda: workflow.info().workflow_id,
+        first_run_id: Callable[[], str] = lambda: workflow.info().first_execution_run_id,
+        max_calls: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+        patched: Callable[[str], bool] = workflow.patched,
     ) -> None:
         self._conversation = conversation
         self._approvals = approvals
@@ -76,6 +115,9 @@ class ToolRunner:
         self._tenant = tenant
         self._interrupted = interrupted
         self._workflow_id = workflow_id
+        self._first_run_id = first_run_id
+        self._max_calls = max_calls
+        self._patched = patched
         self._executors: dict[str, ToolExecutor] = {
             ACTIVITY_EXECUTOR: self._run_activity,
             **executors,
@@ -112,8 +154,21 @@ class ToolRunner:
             decision = request.decision
             if decision is None or not decision.approved:
                 return self.error(call, refusal(request))
+            unapproved = _unapproved(request, spec, call, arguments)
+            if unapproved is not None and self._patched(APPROVED_ARGUMENTS_PATCH):
+                self._log.error(
+                    "approval.arguments_mismatch",
+                    request_id=request.id,
+                    tool=call.name,
+                    call_id=call.id,
+                    problem=unapproved,
+                )
+                return self.error(call, f"not run: {unapproved}")
             if decision.arguments is not None:
-                arguments = spec.validate_arguments(decision.arguments)
+                try:
+                    arguments = spec.validate_arguments(decision.arguments)
+                except ToolArgumentsError as exc:
+                    return self.error(call, f"not run: the approver's edit no longer fits. {exc}")
             request.executed_arguments_sha256 = arguments_sha256(arguments)
         executor = self._executors.get(spec.executor)
         if executor is None:
@@ -140,8 +195,19 @@ class ToolRunner:
         """Run calls in the model's order: consecutive read-only ones concurrently.
 
         Every gated call of the turn asks first, so people can decide in any order.
-        ``call`` runs one call (the agent's overridable ``call_tool``).
+        ``call`` runs one call (the agent's overridable ``call_tool``). Calls past
+        ``max_calls`` are not run (nor asked about); each gets a result that says so,
+        as every call the model made must be answered.
         """
+        excess: Sequence[ToolCall] = ()
+        if len(calls) > self._max_calls and self._patched(TOOL_CALL_CAP_PATCH):
+            calls, excess = calls[: self._max_calls], calls[self._max_calls :]
+            self._log.warning(
+                "agent.tool_calls_capped",
+                step=self._conversation.step,
+                calls=len(calls) + len(excess),
+                cap=self._max_calls,
+            )
         for each in calls:
             self.request_approval(each)
         results: list[Message] = []
@@ -155,7 +221,11 @@ class ToolRunner:
             batch = []
             results += await self._batch([each], call)
         results += await self._batch(batch, call)
-        return results
+        too_many = (
+            f"not run: at most {self._max_calls} tool calls of one turn run. "
+            "Make fewer calls per turn, and repeat the ones still needed."
+        )
+        return results + [self.error(each, too_many) for each in excess]
 
     async def _batch(
         self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
@@ -179,8 +249,16 @@ class ToolRunner:
         return self._result(call, f"Error: {text}", error=True)
 
     def idempotency_key(self, call: ToolCall) -> str:
-        """The key a tool sees for ``call``: the same on every retry, unique per call."""
-        return f"{self._workflow_id()}/{self._conversation.step}/{call.id}"
+        """The key a tool sees for ``call``: the same on every retry, unique per call.
+
+        Stable across retries, replays, crashes and continue-as-new; different for
+        every call of the run and for a new run under the same workflow id (see
+        ``idempotency_key``). Changed in 0.8.0: the first run's id, encoded parts.
+        """
+        step = self._conversation.step
+        if not self._patched(CALL_IDS_PATCH):
+            return f"{self._workflow_id()}/{step}/{call.id}"  # runs started before 0.8.0
+        return idempotency_key(self._workflow_id(), self._first_run_id(), step, call.id)
 
     def _result(self, call: ToolCall, content: str, *, error: bool = False) -> Message:
         finished = ToolCallFinished(call_id=call.id, name=call.name, content=content, error=error)
@@ -216,6 +294,44 @@ class ToolRunner:
             except ActivityError as exc:
                 raise failed(call, exc) from exc
         return outcome.content
+
+
+def idempotency_key(workflow_id: str, first_run_id: str, step: int, call_id: str) -> str:
+    """``workflow_id/first_run_id/step/call_id``, each part with ``%`` and ``/`` escaped.
+
+    Escaping makes the key injective: a ``/`` in a workflow id cannot make two
+    workflows' keys equal. The first run's id tells apart sessions started one after
+    the other under the same workflow id (whose steps and call ids repeat).
+
+    Added in 0.8.0.
+    """
+    return "/".join(_escape(part) for part in (workflow_id, first_run_id, str(step), call_id))
+
+
+def _escape(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+def _unapproved(
+    request: ApprovalRequest, spec: Tool, call: ToolCall, arguments: Mapping[str, Any]
+) -> str | None:
+    """Why ``call`` may not run on ``request``'s approval; ``None`` if it may.
+
+    The request must be this call's (its tool, the hash of these arguments) and not
+    used already: the approver saw and approved exactly that. An edit is the
+    approver's own, so it runs whatever the model asked.
+    """
+    if request.executed_arguments_sha256 is not None:
+        return f"approval {request.id} was already used by another call"
+    if request.tool != spec.name or request.call_id != call.id:
+        return f"approval {request.id} is for another call ('{request.tool}' {request.call_id})"
+    edited = request.decision is not None and request.decision.arguments is not None
+    if not edited and arguments_sha256(arguments) != request.arguments_sha256:
+        return (
+            f"its arguments are not the ones approved in {request.id} "
+            f"(sha256 {request.arguments_sha256})"
+        )
+    return None
 
 
 def failed(call: ToolCall, exc: ActivityError) -> ToolCallError:

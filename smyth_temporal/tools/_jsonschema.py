@@ -40,8 +40,14 @@ _RANGES: tuple[tuple[str, Callable[[float, float], bool], str], ...] = (
     ("exclusiveMaximum", lambda v, b: v < b, "less than"),
 )
 
-_MAX_DEPTH = 64
-"""Recursive ``$ref``s deeper than this are not followed (a schema may be cyclic)."""
+_MAX_DEPTH = 128
+"""Schema levels (``properties``, ``items``, ``$ref``, combinators) checked at most.
+
+A schema may be cyclic (a ``$ref`` to itself); past this, the value is refused as too
+deep to check rather than let through unchecked. Arguments nest at most
+``MAX_ARGUMENT_DEPTH`` (32) levels, which leaves each level several schema steps.
+Changed in 0.8.0: 128, and a problem (was 64, and silently accepted).
+"""
 
 
 def schema_problems(value: Any, schema: Mapping[str, Any] | bool) -> list[str]:
@@ -72,6 +78,7 @@ def _check(
         problems.append(f"{where}: no value is allowed here")
         return
     if depth > _MAX_DEPTH:
+        problems.append(f"{where}: nested too deeply to check")
         return
     ref = schema.get("$ref")
     if isinstance(ref, str):

@@ -124,9 +124,10 @@ class MCPTool(Tool):
         """Validate the model's arguments against the server's ``inputSchema``.
 
         Raises:
-            ToolArgumentsError: Not a JSON object, or it does not fit; worded for the
-                model, with the schema.
+            ToolArgumentsError: Not a JSON object, too large or too deeply nested, or
+                it does not fit; worded for the model, with the schema.
         """
+        self.check_bounds(raw)  # before json.loads and the schema walk, which recurse
         if isinstance(raw, str):
             try:
                 parsed = json.loads(raw or "{}")

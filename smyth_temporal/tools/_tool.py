@@ -13,9 +13,10 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, cast, get_type_hints, overload
@@ -34,6 +35,8 @@ __all__ = [
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
     "LOCAL_TOOL_MAX_TIMEOUT",
+    "MAX_ARGUMENT_CHARS",
+    "MAX_ARGUMENT_DEPTH",
     "TOOL_THREADS",
     "ApprovalPolicy",
     "Tool",
@@ -80,6 +83,22 @@ LOCAL_TOOL_MAX_TIMEOUT = timedelta(seconds=10)
 
 ACTIVITY_EXECUTOR = "activity"
 """The executor of ``@tool`` functions: each call is the tool's own activity."""
+
+MAX_ARGUMENT_DEPTH = 32
+"""Arguments nested deeper than this (objects and arrays, the arguments object counted)
+are refused, before any parser or hash walks them. Added in 0.8.0.
+
+Validation, hashing, redaction and the payload converter all recurse over a value: a
+model that writes 5,000 nested brackets made one of them raise ``RecursionError`` in
+workflow code, and the workflow task failed forever.
+"""
+
+MAX_ARGUMENT_CHARS = 256 * 1024
+"""Arguments longer than this (characters of JSON) are refused. Added in 0.8.0.
+
+They cross to the tool's activity and, for a gated call, into the approval request
+and the run's memo; this keeps one call far below Temporal's payload limits.
+"""
 
 ApprovalPolicy = bool | Callable[..., bool]
 """``True`` to gate every call, or a deterministic predicate over the validated
@@ -175,9 +194,11 @@ class Tool:
             The validated arguments in JSON form, ready to cross the activity boundary.
 
         Raises:
-            ToolArgumentsError: The arguments are not a JSON object or do not fit; the
-                message is written for the model, so it can correct the call.
+            ToolArgumentsError: The arguments are not a JSON object, are too large or
+                too deeply nested, or do not fit; the message is written for the
+                model, so it can correct the call.
         """
+        self.check_bounds(raw)
         try:
             if isinstance(raw, str):
                 parsed = self.arguments_model.model_validate_json(raw or "{}")
@@ -190,6 +211,28 @@ class Tool:
             ]
             raise self.arguments_error(problems) from None
         return parsed.model_dump(mode="json")
+
+    def check_bounds(self, raw: str | Mapping[str, Any]) -> None:
+        """Refuse arguments past ``MAX_ARGUMENT_CHARS`` or ``MAX_ARGUMENT_DEPTH``.
+
+        Checked without recursion (JSON text is scanned, not parsed), so it is safe on
+        any input; every ``validate_arguments`` calls it first. Added in 0.8.0.
+
+        Raises:
+            ToolArgumentsError: The arguments are too large or too deeply nested.
+        """
+        if isinstance(raw, str) and len(raw) > MAX_ARGUMENT_CHARS:
+            problem = f"{len(raw):,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
+            raise self.arguments_error([f"(arguments): {problem}"])
+        depth = json_depth(raw) if isinstance(raw, str) else value_depth(raw, MAX_ARGUMENT_DEPTH)
+        if depth > MAX_ARGUMENT_DEPTH:
+            problem = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+            raise self.arguments_error([f"(arguments): {problem}"])
+        if not isinstance(raw, str):
+            size = len(json.dumps(raw, ensure_ascii=False, default=str))
+            if size > MAX_ARGUMENT_CHARS:
+                problem = f"{size:,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
+                raise self.arguments_error([f"(arguments): {problem}"])
 
     def arguments_error(self, problems: Sequence[str]) -> ToolArgumentsError:
         """The error that tells the model what is wrong with its arguments, and the schema."""
@@ -227,6 +270,50 @@ class Tool:
         if self.blocking:
             return await run_blocking(self.fn, *args, **kwargs)
         return await self.fn(*args, **kwargs)
+
+
+# A JSON string to its closing quote (or the end of an unterminated one: possessive,
+# so scanning stays linear whatever the quotes and backslashes), and what is not a bracket.
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
+_NESTING = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_depth(text: str) -> int:
+    """How deeply JSON ``text`` nests arrays and objects, scanned without parsing it.
+
+    Brackets inside strings do not count. Linear in the text and free of recursion,
+    so it can size any input before a recursive parser sees it. Malformed text gets
+    some number, which its parser then refuses anyway.
+
+    Added in 0.8.0.
+    """
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text))
+    return max(itertools.accumulate(map(_NESTING.__getitem__, brackets)), default=0)
+
+
+def value_depth(value: object, limit: int) -> int:
+    """How deeply ``value`` nests dicts, lists and tuples, counting at most to ``limit + 1``.
+
+    Iterative, so a value nested past the interpreter's recursion limit is measured too.
+
+    Added in 0.8.0.
+    """
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 async def run_blocking(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

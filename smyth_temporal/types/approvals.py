@@ -78,7 +78,7 @@ class ApprovalRequest(BaseModel):
     tool: str
     """The tool's name."""
     call_id: str
-    """The model's id for the call."""
+    """The call's id in the run (``ToolCall.id``; changed in 0.8.0: given by the workflow)."""
     step: int
     """The agent step that requested the call."""
     arguments: dict[str, Any]

@@ -25,14 +25,17 @@ class ToolCall(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    """The call's id: the model's, made unique within its turn (see ``original_id``)."""
+    """The call's id in the run: ``call_{step}_{index}``, given by the workflow whatever
+    the model sent (see ``original_id``). Changed in 0.8.0: was the model's id, with a
+    suffix when repeated (runs started before keep that)."""
     name: str
     """The name of the tool the model wants to call."""
     arguments: str
     """The arguments exactly as the model wrote them (a JSON object, unvalidated)."""
     original_id: str | None = None
-    """The model's id when it gave several calls of one turn the same id (``id`` then
-    has a suffix); messages sent back to the model carry this one. Added in 0.3.0."""
+    """The model's id for the call, when it differs from ``id``; messages sent back to
+    the model carry this one. Added in 0.3.0. Changed in 0.8.0: set whenever the
+    model's id differs (was: only for a repeated id)."""
 
     @property
     def wire_id(self) -> str:

@@ -35,11 +35,12 @@ class ToolInvocation(BaseModel):
     tool: str
     """The tool's name."""
     call_id: str
-    """The model's id for the call."""
+    """The call's id in the run (``ToolCall.id``; changed in 0.8.0: given by the workflow)."""
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Arguments already validated against the tool's schema, in JSON form."""
     idempotency_key: str
-    """Stable key of this call (workflow id, step and call id)."""
+    """Stable key of this call: workflow id, first run id, step and call id, each part
+    with ``%`` and ``/`` escaped (changed in 0.8.0: the run id, the escaping)."""
     agent: str
     """The agent's workflow type name."""
     step: int
