@@ -39,6 +39,7 @@ from smyth_temporal.types.events import (
     ApprovalRequested,
     CompactionDone,
     ContinuedAsNew,
+    EventsMissed,
     MessageCompleted,
     RunFinished,
     RunStarted,
@@ -67,10 +68,10 @@ terminal: its width)."""
 _WATCH_EPILOG = "\n\n".join(
     [
         "Streamed text is shown as the model writes it; tool calls (→) and results (←), "
-        "approval requests with the commands that decide them, decisions, compactions and "
-        "continue-as-new one line each. On a terminal a status line (status, step, usage) "
-        "stays at the bottom. Ctrl-C stops watching (the agent goes on) and prints the "
-        "offset to resume from.",
+        "approval requests with the commands that decide them, decisions, compactions, "
+        "continue-as-new and events no longer kept (!) one line each. On a terminal a "
+        "status line (status, step, usage) stays at the bottom. Ctrl-C stops watching (the "
+        "agent goes on) and prints the offset to resume from.",
         "examples:",
         "  smyth watch Analyst-3f9a0c1d2e4b",
         "  smyth watch Analyst-3f9a0c1d2e4b --after 41",
@@ -198,6 +199,12 @@ class _Watch:
                 self._footer()
             case RunFinished():
                 self._finished(event)
+            case EventsMissed(first_missing=first, first_available=available):
+                self._line(
+                    f"! events {first} to {available - 1} are gone (the run keeps its latest "
+                    f"events only across continue-as-new); going on from {available}",
+                    "bold red",
+                )
 
     def ended(self, ended: WorkflowExecutionStatus | None) -> None:
         """The stream ended without ``run_finished``: say how the run ended."""
