@@ -4,10 +4,10 @@ A tenant has a budget when its ``TenantBudget`` workflow exists (``smyth budget
 set``). A call of a model with a price reserves its likely cost there first (the
 prompt's size and the reply's token bound, priced as if nothing were cached), and
 commits what it really cost after; a call that fails releases its reservation. The
-key names the run and the call (``reservation_key``), the same for every attempt of
-one call and never the same for two calls, across continue-as-new too; every message
-carries its attempt, so the budget can tell a retry still holding its reservation
-(granted once more) from one after a commit (a new call to the model, checked again).
+key names the run and the call (``reservation_key``), never the same for two calls,
+across continue-as-new too; every message carries its attempt, because every attempt
+may reach the model: each is checked against the limits and holds, commits or
+releases its own reservation (see ``agent.budget.BudgetLedger``).
 """
 
 from __future__ import annotations

@@ -47,8 +47,6 @@ class _Held(BaseModel):
     amount: float
     at: datetime
     workflow_id: str = ""
-    attempt: int = 0
-    """The latest attempt of the call that holds it (0: before 0.8.0)."""
 
 
 class BudgetState(BaseModel):
@@ -61,9 +59,9 @@ class BudgetState(BaseModel):
     month: str = ""
     spent_this_month: float = 0.0
     held: dict[str, _Held] = Field(default_factory=dict)
+    """Reservations in flight, by attempt (``key#attempt``; before 0.8.0 the bare key)."""
     committed: list[str] = Field(default_factory=list)
-    """Recent commits (``key#attempt``): a commit sent again by one attempt counts once.
-    (Before 0.8.0 a bare key, for every attempt of the call.)"""
+    """Recent commits, by attempt: a commit sent again by one attempt counts once."""
     refused: int = 0
 
 
@@ -71,15 +69,17 @@ class BudgetLedger:
     """The budget's bookkeeping: pure, over a ``BudgetState`` and the time it is told.
 
     The one guarantee: committed spending passes a limit by at most what calls cost
-    beyond their reservations. A call holds its likely cost before it is made and is
-    refused when spending, what others hold and its own amount would pass a limit.
+    beyond their reservations. Every attempt of a call that may reach the model holds
+    its likely cost before, and is refused when spending, what others hold and its own
+    amount would pass a limit; its commit replaces the hold with what it cost.
 
-    - A retry of a call still holding its reservation (its attempt died before
-      committing or releasing) is granted once more without holding twice.
-    - A retry of a call whose earlier attempt committed is a new call to the model: it
-      is checked against the limits like any other, and its commit counts again.
-    - A commit sent twice by one attempt counts once.
-    - A release or commit from an earlier attempt leaves a later attempt's hold.
+    - Each attempt holds its own reservation: an attempt retried after a commit is a
+      new call to the model, and so is one retried after a timeout while the earlier
+      attempt may still be running (it may yet commit what it spent). An attempt that
+      died without a word keeps its hold until ``STALE_RESERVATION``: whether it
+      reached the model is unknown.
+    - A reservation or commit sent again by one attempt counts once.
+    - A release or commit touches its own attempt's hold only.
 
     Added in 0.8.0 (the ``TenantBudget`` workflow's logic, apart so it can be tested
     on its own).
@@ -91,43 +91,32 @@ class BudgetLedger:
     def reserve(self, reservation: BudgetReservation, now: datetime) -> BudgetGrant:
         """Hold ``amount`` for a call, unless a limit would be passed."""
         state = self.roll(now)
-        held = state.held.get(reservation.key)
-        if held is not None:
-            # A retry of a call whose earlier attempt never said how it ended: the
-            # reservation it holds covers this attempt too.
-            held.attempt = max(held.attempt, reservation.attempt)
-            return BudgetGrant(granted=True)
+        hold = _attempt_id(reservation.key, reservation.attempt)
+        if hold in state.held:
+            return BudgetGrant(granted=True)  # the same attempt asking again
         problem = self._over(reservation.amount)
         if problem:
             state.refused += 1
             return BudgetGrant(granted=False, reason=problem)
-        state.held[reservation.key] = _Held(
-            amount=reservation.amount,
-            at=now,
-            workflow_id=reservation.workflow_id,
-            attempt=reservation.attempt,
+        state.held[hold] = _Held(
+            amount=reservation.amount, at=now, workflow_id=reservation.workflow_id
         )
         return BudgetGrant(granted=True)
 
     def commit(self, commit: BudgetCommit, now: datetime) -> None:
         """Count what a call cost, in place of its reservation."""
         state = self.roll(now)
-        done = _commit_id(commit.key, commit.attempt)
+        done = _attempt_id(commit.key, commit.attempt)
         if done in state.committed:
             return
-        held = state.held.get(commit.key)
-        if held is not None and held.attempt <= commit.attempt:
-            del state.held[commit.key]
+        state.held.pop(done, None)
         state.spent_today += commit.cost
         state.spent_this_month += commit.cost
         state.committed = [*state.committed[-(_COMMITTED_KEPT - 1) :], done]
 
     def release(self, release: BudgetRelease, now: datetime) -> None:
-        """Drop a failed call's reservation (not a later attempt's)."""
-        state = self.roll(now)
-        held = state.held.get(release.key)
-        if held is not None and held.attempt <= release.attempt:
-            del state.held[release.key]
+        """Drop a failed attempt's reservation."""
+        self.roll(now).held.pop(_attempt_id(release.key, release.attempt), None)
 
     def set_limits(self, limits: BudgetLimits, now: datetime) -> None:
         """Replace the limits; spending so far stays."""
@@ -178,8 +167,9 @@ class BudgetLedger:
         return ""
 
 
-def _commit_id(key: str, attempt: int) -> str:
-    # A worker older than 0.8.0 (attempt 0) recorded the bare key for all attempts.
+def _attempt_id(key: str, attempt: int) -> str:
+    # A worker older than 0.8.0 (attempt 0) sent the bare key for all attempts. A new
+    # key is percent-encoded, so "#" appears in none.
     return key if attempt == 0 else f"{key}#{attempt}"
 
 

@@ -142,14 +142,15 @@ class BudgetReservation(BaseModel):
     """
 
     key: str
-    """The call (``reservation_key``: its run and activity): the same for every attempt,
-    so a retry of a call still holding its reservation reserves once."""
+    """The call (``reservation_key``: its run and activity), never the same for two calls."""
     amount: float = Field(ge=0, allow_inf_nan=False)
     """The most the call is expected to cost."""
     workflow_id: str = ""
     """The agent run that asks (for the summary)."""
     attempt: int = 0
-    """The activity attempt that asks (0: a worker older than 0.8.0)."""
+    """The activity attempt that asks: each attempt that may reach the model holds its own
+    reservation, a reservation sent again by one attempt holds once (0: a worker older
+    than 0.8.0)."""
 
 
 class BudgetGrant(BaseModel):
