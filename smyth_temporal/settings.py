@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -17,10 +18,13 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TASK_QUEUE",
     "ENVIRONMENT_ENV",
+    "PAYLOAD_PATH_ENV",
+    "STATE_DIR",
     "WORKFLOW_PAUSE_SETTING",
     "Settings",
     "current_environment",
     "environment_namespace",
+    "payload_store_path",
 ]
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -80,6 +84,53 @@ def environment_namespace(environment: str) -> str:
     Added in 0.4.0.
     """
     return f"smyth-{environment}"
+
+
+STATE_DIR = ".smyth"
+"""The directory of a project's local state (dev server, keys, payload store).
+
+Added in 0.8.0.
+"""
+
+PAYLOAD_PATH_ENV = "SMYTH_PAYLOAD_PATH"
+"""Where the payload store is; a relative path is taken from the process's directory.
+
+Added in 0.8.0.
+"""
+
+
+def payload_store_path(
+    environ: Mapping[str, str] | None = None, *, cwd: Path | None = None
+) -> Path:
+    """The payload store's directory, as an absolute path.
+
+    ``SMYTH_PAYLOAD_PATH`` if set (a relative one is taken from ``cwd``); else
+    ``.smyth/payloads`` in the project: the nearest directory from ``cwd`` up that has
+    a ``.smyth`` directory, so every process started anywhere in the project finds the
+    same store, or ``cwd`` itself outside any project. An environment (``SMYTH_ENV``)
+    gets its own directory in it.
+
+    Args:
+        environ: The environment variables (default: ``os.environ``).
+        cwd: The process's directory (default: the current one).
+
+    Raises:
+        ConfigurationError: The environment's name is invalid.
+
+    Added in 0.8.0 (the store was relative to each process's directory before).
+    """
+    env = os.environ if environ is None else environ
+    here = Path.cwd() if cwd is None else cwd
+    raw = env.get(PAYLOAD_PATH_ENV, "").strip()
+    if raw:
+        path = here / Path(raw).expanduser()
+    else:
+        root = next((d for d in (here, *here.parents) if (d / STATE_DIR).is_dir()), here)
+        path = root / STATE_DIR / "payloads"
+    environment = current_environment(env)
+    if environment is not None:
+        path = path / environment  # environments never share stored payloads
+    return Path(os.path.abspath(path))
 
 
 class Settings(BaseModel):

@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.converter import ExternalStorage, PayloadCodec
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.settings import current_environment
+from smyth_temporal.settings import payload_store_path
 from smyth_temporal.storage._driver import ContentAddressedFileDriver
 
 __all__ = [
@@ -20,9 +20,10 @@ __all__ = [
 ]
 
 DEFAULT_PAYLOAD_PATH = Path(".smyth/payloads")
-"""Where the content-addressed payload store lives (``SMYTH_PAYLOAD_PATH``).
+"""Where the content-addressed payload store lives (``SMYTH_PAYLOAD_PATH``), in the
+project's directory (see ``settings.payload_store_path``).
 
-Added in 0.2.0.
+Added in 0.2.0. Changed in 0.8.0: in the nearest directory up that has ``.smyth/``.
 """
 
 DEFAULT_PAYLOAD_THRESHOLD = 2048
@@ -51,7 +52,9 @@ def default_payload_storage() -> ExternalStorage | None:
 
     Read from the environment: ``SMYTH_PAYLOAD_STORAGE=off`` turns it off;
     ``SMYTH_PAYLOAD_PATH`` moves the store (relative paths are taken from the current
-    directory, now), and an environment (``SMYTH_ENV``) gets its own directory in it;
+    directory, now), else it is ``.smyth/payloads`` in the nearest directory up that has
+    ``.smyth/`` (``settings.payload_store_path``), and an environment (``SMYTH_ENV``)
+    gets its own directory in it;
     ``SMYTH_PAYLOAD_THRESHOLD`` is the size in bytes from which a payload is stored
     (default ``DEFAULT_PAYLOAD_THRESHOLD``); ``SMYTH_PAYLOAD_CHUNKS=off`` stores every
     payload whole, the layout before 0.5.0, which workers older than 0.5.0 can read
@@ -61,17 +64,17 @@ def default_payload_storage() -> ExternalStorage | None:
         ConfigurationError: ``SMYTH_PAYLOAD_STORAGE``, ``SMYTH_PAYLOAD_THRESHOLD`` or
             ``SMYTH_PAYLOAD_CHUNKS`` has a value that means nothing.
 
-    Added in 0.2.0. Changed in 0.5.0: ``SMYTH_PAYLOAD_CHUNKS``.
+    Added in 0.2.0. Changed in 0.5.0: ``SMYTH_PAYLOAD_CHUNKS``. Changed in 0.8.0: the
+    project's store from any of its directories.
     """
     setting = os.environ.get("SMYTH_PAYLOAD_STORAGE", "on").strip().lower()
     if setting in _OFF:
         return None
     if setting not in _ON:
         raise ConfigurationError(f"SMYTH_PAYLOAD_STORAGE must be 'on' or 'off', not {setting!r}")
-    path = Path(os.environ.get("SMYTH_PAYLOAD_PATH") or DEFAULT_PAYLOAD_PATH)
-    environment = current_environment()
-    if environment is not None:
-        path = path / environment  # environments never share stored payloads
+    # Absolute, found the same way from any directory of the project: a process that
+    # took a relative path from another directory would read another store.
+    path = payload_store_path()
     raw = os.environ.get("SMYTH_PAYLOAD_THRESHOLD", "").strip()
     try:
         threshold = int(raw) if raw else DEFAULT_PAYLOAD_THRESHOLD
