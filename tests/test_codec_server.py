@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, SmythPlugin
 from smyth_temporal.codec_server import PayloadTranslator, create_codec_app
+from smyth_temporal.codec_server._app import REFUSED_TEXT
 from smyth_temporal.devserver import find_binary
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.testing import ScriptedModel, agent_worker, tool_call
@@ -63,22 +64,33 @@ BEARER = {"Authorization": f"Bearer {TOKEN}"}
 
 
 async def test_decode_needs_the_token(http: httpx.AsyncClient, codec: EncryptionCodec) -> None:
-    body = as_json(codec.seal(PLAIN))
+    body = as_json(codec.seal(PLAIN), codec.seal(PLAIN))
     for headers in (
         {},
         {"Authorization": "Bearer wrong-token-wrong-token"},
         {"Authorization": TOKEN},
     ):
-        answer = await http.post("/decode", json=body, headers=headers)
+        # A browser (the UI) gets the 401; so does every encode.
+        answer = await http.post("/decode", json=body, headers={**headers, "Origin": UI})
         assert answer.status_code == 401
         assert SSN not in answer.text
+        answer = await http.post("/encode", json=as_json(PLAIN), headers=headers)
+        assert answer.status_code == 401
+        # The temporal CLI retries any other status until its deadline: it gets what it
+        # can show instead, one stand-in per payload, and nothing decoded.
+        answer = await http.post("/decode", json=body, headers=headers)
+        assert answer.status_code == 200 and answer.headers["x-smyth-codec-refused"] == "401"
+        assert SSN not in answer.text
+        stand_ins = from_json(answer.json())
+        assert [json.loads(p.data) for p in stand_ins] == [REFUSED_TEXT] * 2
     answer = await http.post("/decode", json=body, headers=BEARER)
     assert answer.status_code == 200
-    assert from_json(answer.json()) == [PLAIN]
+    assert from_json(answer.json()) == [PLAIN, PLAIN]
     # The UI's form: the token as the segment before /decode (any prefix is allowed).
     assert (await http.post(f"/{TOKEN}/decode", json=body)).status_code == 200
     assert (await http.post(f"/codec/{TOKEN}/decode", json=body)).status_code == 200
-    assert (await http.post("/not-the-token-at-all/decode", json=body)).status_code == 401
+    wrong = await http.post("/not-the-token-at-all/decode", json=body, headers={"Origin": UI})
+    assert wrong.status_code == 401
 
 
 async def test_encode_round_trips(http: httpx.AsyncClient) -> None:
@@ -258,10 +270,14 @@ async def test_the_temporal_cli_reads_through_the_codec_server(
         for marker in (SSN, ACCOUNT, DOSSIER):
             assert marker in readable
 
+        # A wrong token: shown by the CLI at once (it sat 10 s, then printed "context
+        # deadline exceeded": the Go SDK retries any status but 200 until its deadline).
         refused = await asyncio.to_thread(
             temporal_show, address, workflow_id, *endpoint, "--codec-auth", "Bearer wrong-token-x"
         )
-        assert refused.returncode != 0 or SSN not in decoded_text(refused.stdout)
+        assert refused.returncode == 0, refused.stderr
+        assert "deadline" not in refused.stderr
+        assert REFUSED_TEXT in decoded_text(refused.stdout)
         assert SSN not in refused.stdout + refused.stderr
     finally:
         server.terminate()
