@@ -108,3 +108,18 @@ class PatientSpender(AgentWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
+
+
+ROUTED_PRICES_TOML = '["scripted"]\ninput = 50000.0\noutput = 50000.0\n'
+"""Prices the model the scripted model answers as, not the one ``Routed`` asks for."""
+
+
+@workflow.defn
+class Routed(AgentWorkflow):
+    """Asks for a model with no price (a router); the answer names one with a price."""
+
+    config = priced(model="auto-router", max_steps=4)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

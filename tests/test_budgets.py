@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from smyth_temporal import AgentClient, AgentInput, ClientError, InvalidDecisionError
 from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
@@ -20,9 +20,13 @@ from smyth_temporal.types.agent import TERMINAL_STATUSES
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
+    BUDGET_LIMITS_UPDATE,
+    BUDGET_RELEASE_UPDATE,
     BUDGET_RESERVE_UPDATE,
     BudgetCommit,
     BudgetGrant,
+    BudgetLimits,
+    BudgetRelease,
     BudgetReservation,
     Price,
     PriceTable,
@@ -31,11 +35,13 @@ from smyth_temporal.types.budget import (
 from smyth_temporal.types.messages import Usage
 from tests.budget_agents import (
     PRICES_TOML,
+    ROUTED_PRICES_TOML,
     AskingSpender,
     Boss,
     Hopper,
     Intern,
     PatientSpender,
+    Routed,
     Shopper,
     Spender,
 )
@@ -155,6 +161,29 @@ async def test_continuing_as_new_never_bypasses_the_tenants_budget(
     assert summary.refused == 1
 
 
+async def test_a_model_without_a_price_answered_by_one_with_a_price_counts_against_the_budget(
+    client: Client, agents: AgentClient, task_queue: str, prices: Path
+) -> None:
+    # The call is priced by the model that answered (a router, an alias), but only a
+    # requested model with a price reserved and committed: the tenant's budget never
+    # saw any of it.
+    prices.write_text(ROUTED_PRICES_TOML)
+    tenant = f"routed-{task_queue}"
+    agents.task_queue = task_queue
+    model = ScriptedModel([quote, quote, quote, reply("Done.")])  # 4.0 if nothing stops it
+    async with agent_worker(client, Routed, model=model, task_queue=task_queue):
+        assert await agents.wait_for_worker(timeout=30)
+        await agents.budgets.set(tenant, daily=2.0)
+        handle = await agents.start(Routed, AgentInput(prompt="Shop.", tenant=tenant))
+        result = await agents.result(handle.id)
+        summary = await agents.budgets.show(tenant)
+    assert summary is not None
+    assert summary.spent_today == result.usage.cost
+    # Its price is known only once it answered: the last call granted passes the limit
+    # by at most its own price.
+    assert (result.status, result.usage.cost) == ("over_budget", 3.0)
+
+
 async def test_the_budget_survives_a_worker_sigkill(
     client: Client, agents: AgentClient, address: str, task_queue: str, tmp_path: Path
 ) -> None:
@@ -219,6 +248,15 @@ async def test_the_budget_survives_a_worker_sigkill(
         assert_one_error_line(bad, "the monthly budget must be a number of 0 or more")
         usage = run_smyth("budget", "set", *where)
         assert usage.code == 2 and "give --daily or --monthly" in usage.err
+
+        # Past the client's checks, the budget itself refuses a negative limit.
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(BUDGET_LIMITS_UPDATE, BudgetLimits(daily=-1.0))
+        # A worker older than 0.8.0 releases by the bare key; a newer one by attempt.
+        await handle.execute_update(BUDGET_RELEASE_UPDATE, "k2")
+        await handle.execute_update(BUDGET_RELEASE_UPDATE, BudgetRelease(key="k2", attempt=1))
+        summary = await agents.budgets.show(tenant)
+        assert summary is not None and (summary.in_flight, summary.limits.monthly) == (0, 100.0)
     finally:
         stop_process(second)
     nobody = run_smyth("budget", "show", "--tenant", "nobody", "--address", address)

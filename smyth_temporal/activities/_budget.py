@@ -76,16 +76,20 @@ class BudgetGuard:
             ApplicationError: ``BudgetExceededError`` (non-retryable): the tenant's
                 budget refused the call.
         """
-        price = self.prices.price(request.model)
-        if price is None or self._known_without_budget(request.tenant):
+        if not self.prices.prices or self._known_without_budget(request.tenant):
             return None
+        # A model without a price may answer as one with a price (an alias, a router),
+        # and ``cost`` prices it so: it reserves nothing, but the budget still checks
+        # it and counts what it cost.
+        price = self.prices.price(request.model)
+        amount = price.cost(_estimate(request)) if price is not None else 0.0
         info = activity.info()
         # A standalone activity (no workflow) is named by its own run id instead.
         run = info.workflow_run_id or info.activity_run_id or ""
         key = reservation_key(info.workflow_id or "", run, info.activity_id)
         reservation = BudgetReservation(
             key=key,
-            amount=price.cost(_estimate(request)),
+            amount=amount,
             workflow_id=info.workflow_id or "",
             attempt=info.attempt,
         )
@@ -100,7 +104,9 @@ class BudgetGuard:
     async def commit(self, tenant: str, key: str, cost: float) -> None:
         """Count what the call cost against the tenant's budget."""
         commit = BudgetCommit(key=key, cost=cost, attempt=activity.info().attempt)
-        await self._update(tenant, BUDGET_COMMIT_UPDATE, commit, None)
+        # Shielded: the model has answered, so the money is spent; a cancellation now
+        # (an interrupt) must not leave it uncounted, its reservation held for hours.
+        await asyncio.shield(self._update(tenant, BUDGET_COMMIT_UPDATE, commit, None))
 
     async def release(self, tenant: str, key: str) -> None:
         """Give a failed call's reservation back."""

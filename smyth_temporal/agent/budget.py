@@ -10,6 +10,7 @@ continues as new every few hundred updates, carrying its state.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
@@ -197,6 +198,13 @@ class TenantBudget:
         self._updates += 1
         self.ledger.set_limits(limits, workflow.now())
         return self.summary()
+
+    @set_limits.validator
+    def _valid_limits(self, limits: BudgetLimits) -> None:
+        # Refused before it is accepted (a negative limit would refuse even free calls).
+        for name, limit in (("daily", limits.daily), ("monthly", limits.monthly)):
+            if limit is not None and not (math.isfinite(limit) and limit >= 0):
+                raise ValueError(f"the {name} budget must be a number of 0 or more, not {limit}")
 
     @workflow.update(name=BUDGET_RESERVE_UPDATE)
     def reserve(self, reservation: BudgetReservation) -> BudgetGrant:
