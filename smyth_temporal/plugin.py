@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -21,6 +22,7 @@ from temporalio.plugin import SimplePlugin
 from temporalio.worker import Worker, WorkerConfig, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+from smyth_temporal._model_queue import ModelQueueInterceptor, ModelQueueRoute
 from smyth_temporal._passthrough import shared_modules
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
@@ -193,9 +195,12 @@ class SmythPlugin(SimplePlugin):
                 declared name outside the list stops the worker at start, as does a
                 declared name no backend has).
             serve_model_queue: Agent workers also poll their model task queue
-                (``<queue>-models``) in the same process; ``False`` leaves model calls
-                to dedicated workers (``Worker(client, task_queue=model_task_queue(q),
-                activities=[ModelActivities(provider).complete])``). Added in 0.5.0.
+                (``<queue>-models``) in the same process, and keep model calls on the
+                agents' queue (eagerly dispatched) while the model queue has no limit
+                or weight; ``False`` leaves model calls to dedicated workers
+                (``Worker(client, task_queue=model_task_queue(q),
+                activities=[ModelActivities(provider).complete])``), always. Added in
+                0.5.0. Changed in 0.8.0: model calls on the agents' queue until limited.
             prices: What model calls cost (``Usage.cost``, ``AgentConfig.max_cost``,
                 tenant budgets). Default: ``load_price_table()``, from
                 ``SMYTH_PRICES_FILE`` or ``.smyth/prices.toml``, read when a worker
@@ -249,6 +254,7 @@ class SmythPlugin(SimplePlugin):
         self._environment = current_environment()
         self._model_calls: dict[str, Callable[..., Any]] = {}
         self._serve_model_queue = serve_model_queue
+        self._model_routes: dict[str, ModelQueueRoute] = {}
         self._prices = prices
         self._passthrough = tuple(passthrough_modules)
         self._mcp: MCPConnections | None = None
@@ -279,6 +285,14 @@ class SmythPlugin(SimplePlugin):
         activities.append(model)
         if "task_queue" in config and self._serve_model_queue:
             self._model_calls[config["task_queue"]] = model
+        if "task_queue" in config and agents:
+            # Model calls stay on the agents' queue (eagerly dispatched) until the model
+            # queue has a limit; ``run_worker`` keeps the route up to date.
+            route = self._model_routes.setdefault(
+                config["task_queue"],
+                ModelQueueRoute(config["task_queue"], served=self._serve_model_queue),
+            )
+            config["interceptors"] = [*config.get("interceptors", ()), ModelQueueInterceptor(route)]
         serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
         # Agents that compact their context archive the compacted turns to memory, so
         # they get the memory activities too; the store opens at the first call.
@@ -310,12 +324,31 @@ class SmythPlugin(SimplePlugin):
         """Poll the model task queue beside the worker; open the MCP servers first.
 
         An agent worker on task queue ``Q`` runs a second worker in the same process
-        for ``Q-models`` (``model_task_queue``), where agents send their model calls:
-        the server's rate limit and fairness for that queue then hold fleet-wide.
+        for ``Q-models`` (``model_task_queue``), where agents send their model calls
+        once a limit or a weight is set there: the server's rate limit and fairness for
+        that queue then hold fleet-wide. Until then the calls stay on ``Q``, where the
+        server dispatches them eagerly (see ``smyth_temporal._model_queue``); the worker
+        reads that queue's config before it polls and every ``MODEL_LIMITS_REFRESH``.
 
         Raises:
             ConfigurationError: An MCP server cannot be reached (the message names it).
         """
+        route = self._model_routes.get(worker.task_queue)
+        if route is None:
+            await self._run_with_model_worker(worker, next)
+            return
+        await route.refresh(worker.client)
+        watching = asyncio.create_task(route.watch(worker.client))
+        try:
+            await self._run_with_model_worker(worker, next)
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
+
+    async def _run_with_model_worker(
+        self, worker: Worker, next: Callable[[Worker], Awaitable[None]]
+    ) -> None:
         model_worker = self._model_worker(worker)
         if model_worker is None:
             await self._run_with_mcp(worker, next)
@@ -338,7 +371,11 @@ class SmythPlugin(SimplePlugin):
             client,
             task_queue=model_task_queue(worker.task_queue),
             activities=[model],
-            interceptors=config.get("interceptors", ()),
+            interceptors=[
+                i
+                for i in config.get("interceptors", ())
+                if not isinstance(i, ModelQueueInterceptor)
+            ],
             identity=config.get("identity"),
             deployment_config=config.get("deployment_config"),
             graceful_shutdown_timeout=config.get("graceful_shutdown_timeout", timedelta()),

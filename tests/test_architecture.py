@@ -58,7 +58,16 @@ NOT_IN_WORKFLOWS = (
 
 LAYERS: list[set[str]] = [
     {"cli", "demo", "gateway", "codec_server"},
-    {"clients", "worker", "plugin", "_passthrough", "testing", "devserver", "mcp_server"},
+    {
+        "clients",
+        "worker",
+        "plugin",
+        "_passthrough",
+        "_model_queue",
+        "testing",
+        "devserver",
+        "mcp_server",
+    },
     {"agent"},
     {"context", "activities", "mcp"},
     {"tools", "memory", "models", "storage", "security", "observability", "_live"},

@@ -79,7 +79,9 @@ def start_model(
         retry_policy=config.model_retry if turn else config.summary_retry,
         summary=summary,
         # Neither the queue nor the priority is part of the command's identity: runs
-        # recorded before either existed replay unchanged.
+        # recorded before either existed replay unchanged. So SmythPlugin's workers may
+        # keep the call on the agent's queue (eagerly dispatched, 50 ms less a step)
+        # while the model queue has no limit (``smyth_temporal._model_queue``).
         priority=Priority(fairness_key=fairness_key(request.tenant)),
     )
 

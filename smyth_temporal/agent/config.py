@@ -139,8 +139,10 @@ class AgentConfig:
     model_task_queue: bool = True
     """Run model calls on their own task queue (``<task queue>-models``, polled by the
     same workers), with the tenant as fairness key, so the server limits model calls
-    for the whole fleet and shares them between tenants by weight (``smyth limits``).
-    ``False``: on the agent's own task queue. Added in 0.5.0."""
+    for the whole fleet and shares them between tenants by weight (``smyth limits``),
+    while a limit or a weight is set there; until then workers keep them on the
+    agent's queue, where they are dispatched eagerly. ``False``: always on the agent's
+    own task queue. Added in 0.5.0. Changed in 0.8.0: only while limits are set."""
     approval_timeout: timedelta = DEFAULT_APPROVAL_TIMEOUT
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"

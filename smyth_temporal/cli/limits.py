@@ -51,11 +51,13 @@ def _checked_weight(text: str) -> str:
 
 
 _EPILOG = (
-    "A limit is a number of model calls per second, or 'default' to remove it. Agents send "
-    "model calls to their own task queue with the tenant as fairness key "
-    "(AgentConfig.model_task_queue); the server dispatches them at most this fast, for the "
-    "whole fleet, and shares them between tenants by weight. A queue idle for a while may "
-    "let one second's worth of calls through at once before the rate holds.\n\n"
+    "A limit is a number of model calls per second, or 'default' to remove it. While a "
+    "limit or a weight is set, agents send model calls to their own task queue "
+    "(<queue>-models, AgentConfig.model_task_queue) with the tenant as fairness key; the "
+    "server dispatches them at most this fast, for the whole fleet, and shares them between "
+    "tenants by weight. Workers notice a change within 5 s. Without any, model calls stay on "
+    "the agents' queue, dispatched eagerly (50 ms less per step). A queue idle for a while "
+    "may let one second's worth of calls through at once before the rate holds.\n\n"
     "examples:\n\n"
     "  smyth limits set --model-rps 5 --per-tenant-rps 1 --tenant-weight acme=2\n\n"
     "  smyth limits set --model-rps default\n\n"

@@ -1,10 +1,13 @@
 """Fleet-wide model rate limits and tenant fairness, held by the server: ``LimitsClient``.
 
 Agents send their model calls to their own task queue (``<queue>-models``, see
-``model_task_queue``) with the tenant as fairness key. The server's task-queue config
-for that queue then limits model calls for every worker at once, and shares them
-between tenants by weight: nothing here counts or queues, and nothing retries.
-This is what ``temporal task-queue config set`` does, for the model queue.
+``model_task_queue``) with the tenant as fairness key, while that queue has a limit or
+a weight (workers read its config every ``MODEL_LIMITS_REFRESH``; without any, the calls
+stay on the agents' queue, dispatched eagerly: see ``smyth_temporal._model_queue``).
+The server's task-queue config for that queue then limits model calls for every worker
+at once, and shares them between tenants by weight: nothing here counts or queues, and
+nothing retries. This is what ``temporal task-queue config set`` does, for the model
+queue.
 """
 
 from __future__ import annotations
