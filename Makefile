@@ -32,18 +32,20 @@ format: $(STAMP)
 
 # About 25 minutes on 2 cores. Each bench runs the SDK beside its baseline on one dev
 # server and writes its numbers to bench/results/; bench.report makes summary.md and
-# the PNG plots from them.
+# the PNG plots from them; bench.check fails the target when a guarded ratio passes
+# its bound in bench/bounds.toml (a step above 1.1x the hand-written loop, ...).
 BENCH_RESULTS := bench/results
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
 	mkdir -p $(BENCH_RESULTS)
-	$(BIN)/python -m bench.step_latency
+	$(BIN)/python -m bench.step_latency --json $(BENCH_RESULTS)/step_latency.json
 	$(BIN)/python -m bench.crash_recovery --json $(BENCH_RESULTS)/crash_recovery.json
 	$(BIN)/python -m bench.history_bytes --steps 50 100 200 300 --json $(BENCH_RESULTS)/history_bytes.json
 	$(BIN)/python -m bench.parked_agents --json $(BENCH_RESULTS)/parked_agents.json
 	$(BIN)/python -m bench.rate_limits --json $(BENCH_RESULTS)/rate_limits.json
 	$(BIN)/python -m bench.report --results $(BENCH_RESULTS)
+	$(BIN)/python -m bench.check --results $(BENCH_RESULTS)
 
 clean:
 	rm -rf $(VENV) .smyth .pytest_cache .mypy_cache .ruff_cache *.egg-info

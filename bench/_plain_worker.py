@@ -10,6 +10,8 @@ the retry policy's) wherever temporalio has one:
 - ``PlainWaiter``: one activity (the agent's model turn), then it waits for the
   ``decide`` update (the agent's approval), then runs two activities (the approved
   tool's call and the model's last turn) and returns.
+- ``PlainSteps``: ``StepBench``'s loop by hand (``bench.step_latency`` runs it in
+  process): a model activity with the whole conversation, then a tool activity.
 - ``PlainBookkeeper`` (``bench._plain_bookkeeping``): ``PlainWaiter`` plus an agent's
   visibility writes, deadline timer and event stream, written by hand.
 
@@ -26,6 +28,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -124,6 +127,54 @@ class PlainWaiter:
     def decide(self, decision: str) -> str:
         self._decision = decision
         return decision
+
+
+STEP_CALLS: list[float] = []
+"""When each ``plain_model`` call arrived (``time.perf_counter``), for the step bench."""
+
+
+@activity.defn
+async def plain_model(conversation: list[str]) -> str:
+    """A scripted model: a tool call until the conversation has ``steps`` of them, then done.
+
+    The first message is the number of steps to take; it gets the whole conversation,
+    as the agent's model activity does.
+    """
+    STEP_CALLS.append(time.perf_counter())
+    steps = int(conversation[0])
+    return "done" if len(conversation) > 2 * steps else f"echo step {len(conversation) // 2 + 1}"
+
+
+@activity.defn
+async def plain_tool(text: str) -> str:
+    """Return the text (the step bench's tool)."""
+    return text
+
+
+@workflow.defn
+class PlainSteps:
+    """An agent loop written by hand: a model activity, then a tool activity, until done.
+
+    What ``bench.step_latency`` times beside ``StepBench``: one model call with the
+    whole conversation and one tool call a step, each an activity with a 10 s timeout.
+    """
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        conversation = [str(steps)]
+        turns = 0
+        while True:
+            turns += 1
+            answer = await workflow.execute_activity(
+                plain_model, conversation, start_to_close_timeout=PLAIN_TIMEOUT
+            )
+            if answer == "done":
+                return turns
+            conversation.append(answer)
+            result = await workflow.execute_activity(
+                plain_tool, answer, start_to_close_timeout=PLAIN_TIMEOUT
+            )
+            conversation.append(result)
 
 
 async def _serve(args: argparse.Namespace) -> None:

@@ -74,10 +74,20 @@ def machine() -> dict[str, Any]:
 
 
 def headline(
-    metric: str, smyth: float, baseline: float | None, unit: str, note: str = ""
+    metric: str,
+    smyth: float,
+    baseline: float | None,
+    unit: str,
+    note: str = "",
+    *,
+    key: str | None = None,
 ) -> dict[str, Any]:
-    """One row of the summary table: the SDK's figure beside the baseline's."""
-    return {
+    """One row of the summary table: the SDK's figure beside the baseline's.
+
+    A row with a ``key`` is guarded: ``bench.check`` fails ``make bench`` when its
+    ratio passes the bound ``bench/bounds.toml`` gives ``<bench>.<key>``.
+    """
+    row: dict[str, Any] = {
         "metric": metric,
         "smyth": smyth,
         "baseline": baseline,
@@ -85,6 +95,9 @@ def headline(
         "unit": unit,
         "note": note,
     }
+    if key is not None:
+        row["key"] = key
+    return row
 
 
 def write_json(
