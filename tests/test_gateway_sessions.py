@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 from pathlib import Path
 
+import httpx
 import pytest
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient
+from smyth_temporal.security import Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import MessageCompleted, TextAssembler, parse_event
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.gateway_support import (
+    FAST,
     OTHER,
     TENANT,
     Event,
@@ -21,10 +26,12 @@ from tests.gateway_support import (
     flag,
     gateway,
     make_keys,
+    pending_approvals,
     sse,
     until,
 )
 from tests.live_agents import GatedModel, Operator
+from tests.trader import Trader
 
 LONG_ANSWER = " ".join(f"word{i}" for i in range(40))
 
@@ -37,8 +44,10 @@ def keys(tmp_path: Path) -> Keys:
 async def test_a_session_answers_whole_streamed_and_posted(
     client: Client, task_queue: str, keys: Keys
 ) -> None:
+    # Words far enough apart that the reader has started the turn's live channel before
+    # the last one is written (readers learn of a turn one query after it starts).
     model = ScriptedModel(
-        [reply("Hello, Alice."), reply("You told me: Alice."), reply("Noted.")], piece_delay=0.01
+        [reply("Hello, Alice."), reply("You told me: Alice."), reply("Noted.")], piece_delay=0.03
     )
     path = "/v1/agents/Operator/sessions/s1/messages"
     async with (
@@ -188,3 +197,55 @@ async def test_an_interrupt_over_http_and_pings_while_the_stream_is_idle(
     assert result.json()["status"] == "interrupted"
     assert again.status_code == 409
     assert again.json()["type"] == "urn:smyth:error:InvalidInterruptError"
+
+
+async def test_a_key_past_its_stream_cap_gets_a_429_and_the_run_still_takes_its_decision(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("sold")])
+    capped = dataclasses.replace(FAST, max_streams_per_key=2)
+    viewer = Principal(name=f"{TENANT}-viewer", tenant=TENANT, role="viewer")
+    async with (
+        agent_worker(client, Trader, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys, capped) as running,
+        contextlib.AsyncExitStack() as open_streams,
+    ):
+        http = running.http
+        started = await http.post(
+            "/v1/agents/Trader/runs", json={"prompt": "Sell ACME"}, headers=keys.headers("operator")
+        )
+        workflow_id = started.json()["workflow_id"]
+        url = f"/v1/runs/{workflow_id}/events"
+
+        async def opened(role: str) -> httpx.Response:
+            response = await open_streams.enter_async_context(
+                http.stream("GET", url, headers=keys.headers(role))
+            )
+            return response
+
+        first, second = await opened("viewer"), await opened("viewer")
+        refused = await http.get(url, headers=keys.headers("viewer"))
+        other_key = await opened("approver")  # the cap is per key
+        [pending] = [
+            a for a in await pending_approvals(http, keys) if a["workflow_id"] == workflow_id
+        ]
+        request = pending["request"]
+        decided = await http.post(
+            f"/v1/runs/{workflow_id}/approvals/{request['id']}",
+            json={"approved": True, "arguments_sha256": request["arguments_sha256"]},
+            headers=keys.headers("approver"),
+        )
+        await first.aclose()  # closing one gives its slot back
+        await until(
+            flag(lambda: running.gateway.streams.open(viewer) < 2), "the stream's slot freed"
+        )
+        again = await opened("viewer")
+        events = [e.event async for e in sse(again)]
+
+    assert [first.status_code, second.status_code, other_key.status_code] == [200] * 3
+    assert refused.status_code == 429, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "2 event streams open" in refused.json()["detail"]
+    assert "Retry-After" in refused.headers
+    assert decided.status_code == 200, decided.text
+    assert again.status_code == 200 and events[-1] == "run_finished"

@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect
 from smyth_temporal.clients import AgentClient, AgentRef, agent_name
 from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.exceptions import UnknownAgentError
+from smyth_temporal.gateway._limits import StreamSlots
 from smyth_temporal.gateway._throttle import AuthLimiter
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.security._keys import KeyStore
@@ -54,6 +55,9 @@ class GatewayOptions:
     """How fast a client address earns back a failed attempt (one every 5 s)."""
     console: bool = True
     """Serve the web console under ``/console/`` (its pages hold no data)."""
+    max_streams_per_key: int = 16
+    """Event streams (run events, streamed replies) one API key may have open at once in
+    a gateway process; past it, 429. Added in 0.8.0."""
 
 
 @dataclass
@@ -74,6 +78,7 @@ class Gateway:
     insecure_dev: bool = False
     options: GatewayOptions = field(default_factory=GatewayOptions)
     limiter: AuthLimiter = field(init=False)
+    streams: StreamSlots = field(init=False)
     _names: tuple[str, ...] = field(init=False)
     tenancy: TenantResolver = field(init=False)
 
@@ -81,6 +86,7 @@ class Gateway:
         self._names = tuple(dict.fromkeys(agent_name(a) for a in self.served))
         self.tenancy = TenantResolver(self.agents.client)
         self.limiter = AuthLimiter(self.options.auth_burst, self.options.auth_refill_per_second)
+        self.streams = StreamSlots(self.options.max_streams_per_key)
 
     @property
     def agent_names(self) -> tuple[str, ...]:

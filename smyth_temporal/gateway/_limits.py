@@ -1,11 +1,17 @@
-"""A bound on request bodies: larger ones are refused with 413 before they are read whole.
+"""Bounds on what one request or one key can hold: request bodies, open event streams.
 
-A declared ``Content-Length`` over the limit is refused at once; a chunked body is
-counted as it arrives and refused once it passes the limit.
+A request body over the limit is refused with 413 before it is read whole: a declared
+``Content-Length`` at once, a chunked body once what arrived passes the limit.
+
+Open event streams are counted per API key (``StreamSlots``): past the cap, a new one is
+refused with 429 before it opens, so no key, however many tabs or scripts it runs,
+holds an unbounded share of the gateway's readers.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from http import HTTPStatus
 
 from starlette.exceptions import HTTPException
@@ -13,8 +19,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from smyth_temporal.gateway._problems import problem_of, problem_response
+from smyth_temporal.security._identity import Principal
 
-__all__ = ["BodyLimit"]
+__all__ = ["BodyLimit", "StreamSlots"]
 
 
 class BodyLimit:
@@ -59,3 +66,51 @@ class BodyLimit:
             return message
 
         await self.app(scope, counted, send)
+
+
+class StreamSlots:
+    """The event streams each API key has open in this gateway process, at most ``per_key``.
+
+    Args:
+        per_key: The most streams one key may have open at once.
+
+    Added in 0.8.0.
+    """
+
+    def __init__(self, per_key: int) -> None:
+        self.per_key = per_key
+        self._open: Counter[tuple[str, str]] = Counter()
+
+    def open(self, principal: Principal) -> int:
+        """How many streams ``principal``'s key has open now."""
+        return self._open[(principal.tenant, principal.name)]
+
+    def take(self, principal: Principal) -> Callable[[], None]:
+        """Count one more open stream for ``principal``'s key; returns its release.
+
+        The release may be called any number of times; it counts once.
+
+        Raises:
+            HTTPException: 429, the key has ``per_key`` streams open already.
+        """
+        key = (principal.tenant, principal.name)
+        if self._open[key] >= self.per_key:
+            raise HTTPException(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                f"this API key has {self.per_key} event streams open, the most it may: "
+                "close one before opening another",
+                headers={"Retry-After": "1"},
+            )
+        self._open[key] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
+
+        return release

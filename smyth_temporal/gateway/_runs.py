@@ -98,7 +98,10 @@ async def run_events(
     """
     await gateway.check_owner(caller, workflow_id)
     resume = last_event_id if last_event_id is not None else after
-    source: Lookahead[AgentEvent] = Lookahead(gateway.agents.events(workflow_id, after=resume))
+    release = gateway.streams.take(caller)  # 429 past the key's cap
+    source: Lookahead[AgentEvent] = Lookahead(
+        gateway.agents.events(workflow_id, after=resume), on_close=release
+    )
     await source.settle(EVENTS_SETTLE)
     return event_stream(
         source,

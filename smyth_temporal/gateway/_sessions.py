@@ -64,16 +64,21 @@ async def streamed_reply(
     Raises:
         InvalidMessageError: The session refused the message.
     """
-    stream = gateway.agents.send(
-        agent,
-        session_id,
-        text,
-        tenant=caller.tenant,
-        sender=caller.name,
-        while_busy=while_busy,
-        stream=True,
-    )
-    source: Lookahead[Piece] = Lookahead(_pieces(stream))
+    release = gateway.streams.take(caller)  # 429 past the key's cap
+    try:
+        stream = gateway.agents.send(
+            agent,
+            session_id,
+            text,
+            tenant=caller.tenant,
+            sender=caller.name,
+            while_busy=while_busy,
+            stream=True,
+        )
+    except BaseException:
+        release()
+        raise
+    source: Lookahead[Piece] = Lookahead(_pieces(stream), on_close=release)
     await source.settle(gateway.options.stream_grace)
     return source
 

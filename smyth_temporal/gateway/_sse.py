@@ -81,12 +81,16 @@ class Lookahead(Generic[T]):
 
     Args:
         source: The stream.
+        on_close: Called once when the stream is closed (its slot given back).
     """
 
-    def __init__(self, source: AsyncIterator[T]) -> None:
+    def __init__(
+        self, source: AsyncIterator[T], *, on_close: Callable[[], None] | None = None
+    ) -> None:
         self._source = source
         self._next: asyncio.Future[T] | None = None
         self._closed = False
+        self._on_close = on_close
 
     def _pending(self) -> asyncio.Future[T]:
         if self._next is None:
@@ -127,6 +131,8 @@ class Lookahead(Generic[T]):
         if self._closed:
             return
         self._closed = True
+        if self._on_close is not None:
+            self._on_close()
         pending = self._next
         if pending is not None and not pending.done():
             pending.cancel()
