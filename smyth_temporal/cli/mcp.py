@@ -28,7 +28,9 @@ DEFAULT_PORT = 8765
     help="Serve agents to MCP clients: tools to list agents, start a run, send a session "
     "message, read a run's state and result, list and decide approvals. Over stdio (an MCP "
     "client runs `smyth mcp serve AGENT...`), or streamable HTTP with --transport http "
-    "(http://HOST:PORT/mcp, no authentication: keep it on 127.0.0.1).",
+    "(http://HOST:PORT/mcp). Over HTTP every request needs an API key of the key file "
+    "(Authorization: Bearer KEY, as for the gateway) and acts as that key; without keys it "
+    "serves 127.0.0.1 only.",
 )
 def serve(
     options: CommonOptions,
@@ -63,11 +65,19 @@ async def _serve(
 ) -> None:
     # Imported here: serving needs the mcp extra, and `smyth` must work without it.
     try:
-        from smyth_temporal.mcp_server import serve_mcp
+        from smyth_temporal.mcp_server import http_keys, serve_mcp
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from None
     served = [agent_type(spec) for spec in specs]
     keys = KeyStore()
+    if transport == "http":
+        # Each request presents its own key and acts as it (see RequireKey); without
+        # keys, serve_mcp refuses any address but loopback.
+        http_keys(host, keys)  # refused before anything is announced
+        agents = await AgentClient.connect(options.settings(), principal=None)
+        status(f"serving {', '.join(served)} over MCP at http://{host}:{port_}/mcp")
+        await serve_mcp(agents, served, transport="http", host=host, port=port_, keys=keys)
+        return
     if keys.has_active_keys() and not os.environ.get(API_KEY_ENV):
         # Keys exist, so callers are told apart: an MCP client acts as one key, whose
         # tenant and role bound everything it does (and whose name decides).
@@ -76,8 +86,4 @@ async def _serve(
             "as (smyth keys create --tenant T --role approver --name N)"
         )
     agents = await AgentClient.connect(options.settings())
-    if transport == "http":
-        status(f"serving {', '.join(served)} over MCP at http://{host}:{port_}/mcp")
-    await serve_mcp(
-        agents, served, transport="http" if transport == "http" else "stdio", host=host, port=port_
-    )
+    await serve_mcp(agents, served, transport="stdio")

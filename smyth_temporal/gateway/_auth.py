@@ -18,8 +18,8 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from smyth_temporal.gateway._gateway import Gateway, gateway_of
-from smyth_temporal.gateway._throttle import failure_subjects
 from smyth_temporal.security._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
+from smyth_temporal.security._throttle import KeyRefused, authenticate
 
 __all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
 
@@ -31,8 +31,6 @@ _bearer = HTTPBearer(
     description="An API key from `smyth keys create`, as `Authorization: Bearer <key>`.",
 )
 
-_CHALLENGE = {"WWW-Authenticate": "Bearer"}
-
 
 async def _caller(
     request: Request,
@@ -43,28 +41,13 @@ async def _caller(
     presented = credentials.credentials if credentials is not None else None
     if presented is None and gateway.insecure_dev:
         return DEV_PRINCIPAL
-    # The key is checked first: a valid key always passes, whatever others failed.
-    key = gateway.keys.authenticate(presented) if presented and gateway.keys else None
-    if key is not None:
-        return Principal(name=key.name, tenant=key.tenant, role=key.role)
-    subjects = failure_subjects(address, presented)
-    wait = gateway.limiter.retry_after(*subjects)
-    if wait is not None:
-        log.warning("gateway.auth_throttled", client=address, path=request.url.path)
-        raise HTTPException(
-            HTTPStatus.TOO_MANY_REQUESTS,
-            f"too many failed authentications from {address} or with this key; "
-            f"try again in {wait:.0f}s",
-            headers={"Retry-After": str(max(1, round(wait)))},
-        )
-    gateway.limiter.failed(*subjects)
-    reason = (
-        "invalid or revoked API key"
-        if presented
-        else "missing API key: send Authorization: Bearer <key>"
-    )
-    log.warning("gateway.auth_failed", client=address, path=request.url.path, reason=reason)
-    raise HTTPException(HTTPStatus.UNAUTHORIZED, reason, headers=_CHALLENGE)
+    try:
+        return authenticate(gateway.keys, gateway.limiter, address, presented)
+    except KeyRefused as refused:
+        event = "gateway.auth_throttled" if refused.throttled else "gateway.auth_failed"
+        fields = {} if refused.throttled else {"reason": refused.reason}
+        log.warning(event, client=address, path=request.url.path, **fields)
+        raise HTTPException(refused.status, refused.reason, headers=refused.headers) from None
 
 
 def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:

@@ -3,7 +3,8 @@
 ``agents_mcp_server(agents, served)`` builds an MCP server whose tools drive agents
 through an ``AgentClient``: ``list_agents``, ``start_run``, ``send_message``,
 ``run_state``, ``run_result``, ``list_approvals``, ``decide_approval``.
-``serve_mcp`` runs it over stdio or streamable HTTP. It needs the ``mcp`` extra
+``serve_mcp`` runs it over stdio or streamable HTTP (every request with an API key,
+when the key file has any; loopback only without). It needs the ``mcp`` extra
 (``pip install 'smyth-temporal[mcp]'``): importing this package without it fails
 with that command.
 
@@ -21,7 +22,8 @@ from smyth_temporal.mcp_server._server import (
     DEFAULT_RESULT_WAIT,
     Transport,
     agents_mcp_server,
+    http_keys,
     serve_mcp,
 )
 
-__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "serve_mcp"]
+__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "http_keys", "serve_mcp"]

@@ -5,6 +5,10 @@ client (an IDE, a desktop assistant, another agent) can do what a script does: l
 the agents, start a run, talk to a session, read a run's state and result, list and
 decide approvals. A refusal (an unknown run, a decision the agent refuses) comes back
 as the tool's error, worded as the client library words it.
+
+Over HTTP, every request needs an API key when the key file has any (the gateway's
+keys, ``RequireKey``), and each call acts as its key: its tenant, its role, and its
+name recorded as who decided. A server without keys binds loopback only.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+import uvicorn
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 from smyth_temporal.clients import AgentClient
-from smyth_temporal.exceptions import SmythError
+from smyth_temporal.exceptions import ConfigurationError, SmythError
+from smyth_temporal.mcp_server._auth import Callers, RequireKey, is_loopback
+from smyth_temporal.security._keys import KeyStore
 from smyth_temporal.types.agent import AgentInput
 
-__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "serve_mcp"]
+__all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "http_keys", "serve_mcp"]
 
 Transport = Literal["stdio", "http"]
 """How MCP clients reach the server: its stdin/stdout, or streamable HTTP."""
@@ -34,7 +41,11 @@ _MAX_RESULT_WAIT = 600.0
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _START = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
-_DECIDE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+# Deciding lets a gated tool act on the world (or stops it): a client must ask its user
+# every time, never auto-approve it as harmless or safe to repeat.
+_DECIDE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+)
 
 _INSTRUCTIONS = (
     "Durable AI agents on Temporal. list_agents names the agents; start_run starts one on "
@@ -46,7 +57,11 @@ _INSTRUCTIONS = (
 
 
 def agents_mcp_server(
-    agents: AgentClient, served: Sequence[str], *, name: str = "smyth"
+    agents: AgentClient,
+    served: Sequence[str],
+    *,
+    name: str = "smyth",
+    keys: KeyStore | None = None,
 ) -> MCPServer:
     """An MCP server whose tools drive ``served`` agents through ``agents``.
 
@@ -55,11 +70,19 @@ def agents_mcp_server(
         served: The agents' workflow type names; ``start_run`` and ``send_message``
             accept only these.
         name: The server's name, as clients see it.
+        keys: Each call acts as the API key of the HTTP request that carried it
+            (``Authorization: Bearer``); ``None``: every call acts as ``agents``.
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.8.0: ``keys``; deciding is annotated destructive and
+    not idempotent, and is recorded as the caller's key name.
     """
     server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS)
     known = list(dict.fromkeys(served))
+    callers = Callers(agents, keys)
+
+    def caller(ctx: Context) -> AgentClient:
+        with _refusals():
+            return callers.client(ctx.headers)
 
     def agent_named(agent: str) -> str:
         if agent not in known:
@@ -67,32 +90,36 @@ def agents_mcp_server(
         return agent
 
     @server.tool(annotations=_READ)
-    async def list_agents() -> dict[str, Any]:
+    async def list_agents(ctx: Context) -> dict[str, Any]:
         """The agents this server can start, and how many workers serve their task queue."""
+        client = caller(ctx)
         return {
             "agents": known,
-            "task_queue": agents.task_queue,
-            "workers_polling": await agents.workers_polling(),
+            "task_queue": client.task_queue,
+            "workers_polling": await client.workers_polling(),
         }
 
     @server.tool(annotations=_START)
-    async def start_run(agent: str, prompt: str, tenant: str = "default") -> dict[str, Any]:
+    async def start_run(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context, agent: str, prompt: str, tenant: str = "default"
+    ) -> dict[str, Any]:
         """Start an agent on a task; returns the run's workflow id (follow it with run_state).
 
         Args:
             agent: The agent's name (see list_agents).
             prompt: The task, in plain words.
-            tenant: Whose run it is (memory and approvals are kept per tenant).
+            tenant: Whose run it is (memory and approvals are kept per tenant); with
+                an API key, the key's tenant.
         """
         with _refusals():
-            handle = await agents.start(
+            handle = await caller(ctx).start(
                 agent_named(agent), AgentInput(prompt=prompt, tenant=tenant)
             )
         return {"workflow_id": handle.id, "agent": agent}
 
     @server.tool(annotations=_START)
-    async def send_message(
-        agent: str, session: str, text: str, tenant: str = "default"
+    async def send_message(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context, agent: str, session: str, text: str, tenant: str = "default"
     ) -> dict[str, Any]:
         """Send a message to an agent's session (started by the first one); returns the reply.
 
@@ -103,25 +130,27 @@ def agents_mcp_server(
             tenant: Whose session it is.
         """
         with _refusals():
-            reply = await agents.send(
+            reply = await caller(ctx).send(
                 agent_named(agent), session, text, tenant=tenant, sender="mcp"
             )
         return {} if reply is None else reply.model_dump(mode="json")
 
     @server.tool(annotations=_READ)
-    async def run_state(workflow_id: str) -> dict[str, Any]:
+    async def run_state(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context, workflow_id: str
+    ) -> dict[str, Any]:
         """A run's state: status, step, recent messages, pending tool calls and approvals.
 
         Args:
             workflow_id: The run's workflow id (from start_run).
         """
         with _refusals():
-            state = await agents.state(workflow_id)
+            state = await caller(ctx).state(workflow_id)
         return state.model_dump(mode="json", exclude={"data"})
 
     @server.tool(annotations=_READ)
-    async def run_result(
-        workflow_id: str, wait_seconds: float = DEFAULT_RESULT_WAIT
+    async def run_result(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context, workflow_id: str, wait_seconds: float = DEFAULT_RESULT_WAIT
     ) -> dict[str, Any]:
         """A run's result (output, status, steps, usage), waiting up to wait_seconds for it.
 
@@ -130,49 +159,64 @@ def agents_mcp_server(
             wait_seconds: How long to wait for a run that has not ended (at most 600).
         """
         wait = min(max(wait_seconds, 0.0), _MAX_RESULT_WAIT)
+        client = caller(ctx)
         with _refusals():
             try:
                 async with asyncio.timeout(wait):
-                    result = await agents.result(workflow_id)
+                    result = await client.result(workflow_id)
             except TimeoutError:
-                state = await agents.state(workflow_id)
+                state = await client.state(workflow_id)
                 return {"finished": False, "status": state.status, "step": state.step}
         return {"finished": True, **result.model_dump(mode="json")}
 
     @server.tool(annotations=_READ)
-    async def list_approvals(tenant: str | None = None) -> dict[str, Any]:
+    async def list_approvals(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context, tenant: str | None = None
+    ) -> dict[str, Any]:
         """Tool calls waiting for a person's approval, across every running agent.
 
         Args:
             tenant: Only this tenant's (default: all).
         """
         with _refusals():
-            pending = await agents.pending_approvals(tenant=tenant)
+            pending = await caller(ctx).pending_approvals(tenant=tenant)
         return {"pending": [p.model_dump(mode="json") for p in pending]}
 
     @server.tool(annotations=_DECIDE)
-    async def decide_approval(
+    async def decide_approval(  # noqa: D417 (ctx: injected, not the client's)
+        ctx: Context,
         workflow_id: str,
         approve: bool,
         request_id: str | None = None,
-        by: str = "mcp",
+        by: str | None = None,
         comment: str | None = None,
         arguments_sha256: str | None = None,
     ) -> dict[str, Any]:
         """Approve or reject a pending tool call of a run; the agent goes on at once.
 
+        Ask the person every time: approving lets the call act on the world.
+
         Args:
             workflow_id: The run's workflow id.
             approve: True to let the call run, false to refuse it (the model is told).
             request_id: The request (needed only when the run has several pending).
-            by: Who decides (kept in the audit trail).
+            by: Who decides (kept in the audit trail). With an API key, the key's
+                name is recorded: leave it out (another name is refused).
             comment: Why (the model sees it on a rejection).
             arguments_sha256: The hash of the arguments you saw (from list_approvals):
                 the decision is refused if they are not what the call would run with.
         """
+        client = caller(ctx)
+        principal = client.identity.principal
+        if principal is not None and by not in (None, principal.name):
+            raise ToolError(
+                f"decisions are recorded as the API key's name ({principal.name!r}), "
+                f"not {by!r}: leave 'by' out"
+            )
+        by = by or "mcp"
         with _refusals():
             if approve:
-                outcome = await agents.approve(
+                outcome = await client.approve(
                     workflow_id,
                     request_id,
                     by=by,
@@ -180,7 +224,7 @@ def agents_mcp_server(
                     arguments_sha256=arguments_sha256,
                 )
             else:
-                outcome = await agents.reject(workflow_id, request_id, by=by, comment=comment)
+                outcome = await client.reject(workflow_id, request_id, by=by, comment=comment)
         request = outcome.request if outcome is not None else None
         return {"decided": request.model_dump(mode="json") if request else None}
 
@@ -200,6 +244,24 @@ def _refusals() -> Iterator[None]:
         raise ToolError(str(exc)) from exc
 
 
+def http_keys(host: str, keys: KeyStore | None) -> KeyStore | None:
+    """The keys an HTTP server on ``host`` requires: ``keys`` if any is active, else none.
+
+    Raises:
+        ConfigurationError: No active key, and ``host`` is not loopback.
+
+    Added in 0.8.0.
+    """
+    required = keys if keys is not None and keys.has_active_keys() else None
+    if required is None and not is_loopback(host):
+        raise ConfigurationError(
+            f"smyth mcp serve --transport http on {host} without API keys would let anyone "
+            "who reaches it start runs and decide approvals: create keys (smyth keys create "
+            "--tenant T --role approver --name N) or bind 127.0.0.1"
+        )
+    return required
+
+
 async def serve_mcp(
     agents: AgentClient,
     served: Sequence[str],
@@ -208,6 +270,7 @@ async def serve_mcp(
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",
+    keys: KeyStore | None = None,
 ) -> None:
     """Serve ``served`` agents to MCP clients until the process is stopped.
 
@@ -219,11 +282,21 @@ async def serve_mcp(
         host: The address to bind, for ``http``.
         port: The TCP port, for ``http``.
         path: The endpoint's path, for ``http``.
+        keys: For ``http``: the API keys every request must present (each call acts
+            as its key); ``None`` or a file without an active key: no keys, which
+            only a loopback ``host`` allows.
 
-    Added in 0.3.0.
+    Raises:
+        ConfigurationError: ``http`` without keys on an address other machines reach.
+
+    Added in 0.3.0. Changed in 0.8.0: ``keys``; keyless HTTP is loopback only.
     """
-    server = agents_mcp_server(agents, served)
     if transport == "stdio":
-        await server.run_stdio_async()
-    else:
-        await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
+        await agents_mcp_server(agents, served).run_stdio_async()
+        return
+    required = http_keys(host, keys)
+    server = agents_mcp_server(agents, served, keys=required)
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    asgi = app if required is None else RequireKey(app, required)
+    config = uvicorn.Config(asgi, host=host, port=port, log_config=None, access_log=False)
+    await uvicorn.Server(config).serve()
