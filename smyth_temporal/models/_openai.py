@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from smyth_temporal._redaction import masked_cause, register_secret
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, to_model_response
+from smyth_temporal.models._openai_response import (
+    FINAL_ANSWER_TOOL,
+    StreamedCompletion,
+    to_model_response,
+)
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.types.messages import Message
@@ -184,13 +188,9 @@ class OpenAIProvider:
         self, request: ModelRequest, on_text: TextSink | None
     ) -> ChatCompletion | None:
         """The streamed completion (``None`` if no chunk came), text passed on as it comes."""
-        from openai.lib.streaming.chat import ChatCompletionStreamState
-
-        # Given no input tools and no response format, openai's accumulator only
-        # accumulates: it neither parses the answer nor raises on a "length" finish,
-        # so the completion is what ``complete`` would have been given.
-        state: ChatCompletionStreamState[object] = ChatCompletionStreamState()
-        completion: ChatCompletion | None = None
+        # Not openai's ChatCompletionStreamState: it rebuilds the whole message for each
+        # chunk, quadratic in the number of tool calls (StreamedCompletion says more).
+        streamed = StreamedCompletion()
         params = self._params(request)
         # Usage comes in a last chunk only if asked for; other stream options the
         # settings hold (vLLM's continuous_usage_stats, say) are kept.
@@ -200,12 +200,11 @@ class OpenAIProvider:
             async for chunk in _with_openai_errors(stream):
                 if not chunk.choices and chunk.usage is None:
                     continue  # Azure's content-filter notes hold no part of the answer
-                state.handle_chunk(chunk)
-                completion = state.current_completion_snapshot
+                streamed.add(chunk)
                 text = _text_delta(chunk)
                 if text and on_text is not None:
                     on_text(text)
-        return _without_empty_text(completion)
+        return streamed.completion()
 
 
 async def _with_openai_errors(
@@ -232,17 +231,6 @@ async def _with_openai_errors(
 def _text_delta(chunk: ChatCompletionChunk) -> str:
     """The piece of the answer's text (the first choice's) that ``chunk`` carries."""
     return next((c.delta.content or "" for c in chunk.choices if c.index == 0), "")
-
-
-def _without_empty_text(completion: ChatCompletion | None) -> ChatCompletion | None:
-    """The completion with an empty text made ``None``, as ``complete`` gets it."""
-    # Streams open with an empty text even when the model only calls tools (vLLM
-    # does); the same answer unstreamed has no content at all.
-    if completion is not None and completion.choices:
-        message = completion.choices[0].message
-        if message.content == "":
-            message.content = None
-    return completion
 
 
 def _to_openai(message: Message) -> dict[str, Any]:
