@@ -221,7 +221,7 @@ LedgerMachine.TestCase.settings = settings(max_examples=5 * _EXAMPLES, stateful_
 test_the_ledger_keeps_committed_spend_within_the_limits = LedgerMachine.TestCase
 
 
-@settings(max_examples=10 * _EXAMPLES)
+@settings(max_examples=5 * _EXAMPLES)
 @given(
     parts=st.tuples(st.text(), st.text(), st.text()),
     others=st.tuples(st.text(), st.text(), st.text()),
