@@ -263,3 +263,45 @@ async def test_a_reader_that_loses_the_channel_gets_the_whole_message_after_a_re
     assert [e.kind for e in events] == ["text_delta", "text_reset", "text_delta"]
     assert text(events) == FIRST + LAST
     assert "events.live_retold" in [log["event"] for log in logs]
+
+
+async def test_a_batch_the_model_call_could_not_send_is_told_again_after_a_reset(
+    client: Client, task_queue: str
+) -> None:
+    # The channel is read to its end, but the model call's last batch never reached it
+    # (its flush failed: the publisher logs that and goes on, deltas being a view).
+    target = LiveTarget(
+        workflow_id=live_workflow_id(f"agent-{task_queue}", MESSAGE_ID), task_queue=task_queue
+    )
+    events: list[AgentEvent] = []
+    read = asyncio.Event()
+
+    def add(data: object) -> None:
+        events.append(parse_event(data))
+        read.set()
+
+    follower = _events._LiveChannel(
+        client,
+        target,
+        LiveChannelInput(agent_workflow_id=f"agent-{task_queue}", message_id=MESSAGE_ID),
+        add,
+    )
+    deltas = DeltaPublisher(
+        WorkflowStreamClient.create(client, target.workflow_id),
+        message_id=MESSAGE_ID,
+        step=2,
+        attempt=1,
+    )
+    message = Message(role="assistant", content=FIRST + LAST, step=2)
+    async with Worker(client, task_queue=task_queue, workflows=[LiveChannel]):
+        deltas.add(FIRST)
+        await deltas.flush()
+        while deltas.unread:
+            await asyncio.sleep(0.05)
+            await deltas.flush()
+        await asyncio.wait_for(read.wait(), 30)
+        with capture_logs() as logs:
+            await follower.finish(MessageCompleted(message=message, message_id=MESSAGE_ID, step=2))
+    assert [e.kind for e in events] == ["text_delta", "text_reset", "text_delta"]
+    assert text(events) == FIRST + LAST
+    assert [log["read"] for log in logs if log["event"] == "events.live_retold"] == [True]

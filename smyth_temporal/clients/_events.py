@@ -42,6 +42,7 @@ from smyth_temporal.types.events import (
     EventsMissed,
     MessageCompleted,
     RunFinished,
+    TextAssembler,
     TextDelta,
     TextReset,
     TurnFinished,
@@ -271,8 +272,10 @@ class _LiveChannel:
     A read lost midway is taken up again from the next offset: the channel ends in the
     workflow task that takes its close, and a signal coming meanwhile (a second close)
     fails that task, and with it the poll it answered ("unexpected workflow task
-    failure"), though the channel lives on. A channel lost for good has its message
-    told again whole, after a ``text_reset``: a reader never sees it cut short.
+    failure"), though the channel lives on. A message whose text the channel did not
+    give whole (lost for good, or a batch the model call could not send) is told again
+    whole from the turn's message event, after a ``text_reset``: a reader never sees
+    it cut short.
     """
 
     def __init__(
@@ -289,6 +292,7 @@ class _LiveChannel:
         self._over = asyncio.Event()
         self._ready = asyncio.Event()
         self._read = False  # read to its end
+        self._text = TextAssembler()  # what readers were told of the message
         self._attempt: int | None = None  # the latest attempt whose text came
         self._next = 0  # the channel's next offset to read
         self.task = asyncio.create_task(self._follow())
@@ -309,16 +313,22 @@ class _LiveChannel:
                 await close_channel(self._client, self._target.workflow_id)
             await asyncio.wait_for(asyncio.shield(self.task), wait)
         self.task.cancel()
-        if isinstance(end, MessageCompleted) and not self._read and self._attempt is not None:
-            self._retell(end)
+        if isinstance(end, MessageCompleted) and self._attempt is not None:
+            told = self._text.text(end.message_id or "")
+            if told != (end.message.content or ""):
+                self._retell(end)
 
     def _retell(self, end: MessageCompleted) -> None:
         """Tell the message's whole text again, after a ``text_reset``.
 
-        Its channel was not read to its end, so the text it gave may stop short.
+        The text its channel gave is not the message: the channel was lost before its
+        end, or a batch never reached it (the model call failed to send it).
         """
         _log.warning(
-            "events.live_retold", workflow_id=self._target.workflow_id, message=end.message_id
+            "events.live_retold",
+            workflow_id=self._target.workflow_id,
+            message=end.message_id,
+            read=self._read,
         )
         about = {"message_id": end.message_id, "step": end.step, "run_id": end.run_id}
         attempt = self._attempt or 1
@@ -370,8 +380,10 @@ class _LiveChannel:
 
     def _take(self, item: WorkflowStreamItem[object]) -> None:
         self._next = item.offset + 1
-        if isinstance(item.data, dict):
-            self._attempt = max(self._attempt or 0, int(item.data.get("attempt", 1)))
+        event = parse_event(item.data)
+        if isinstance(event, TextDelta | TextReset):
+            self._text.add(event)
+            self._attempt = max(self._attempt or 0, event.attempt)
         self._add(item.data)
 
 
