@@ -12,6 +12,8 @@ the retry policy's) wherever temporalio has one:
   tool's call and the model's last turn) and returns.
 - ``PlainSteps``: ``StepBench``'s loop by hand (``bench.step_latency`` runs it in
   process): a model activity with the whole conversation, then a tool activity.
+- ``PlainStreamed``: a model call streaming its text to watchers by hand
+  (``bench.streaming``, with ``bench._plain_streaming``).
 - ``PlainBookkeeper`` (``bench._plain_bookkeeping``): ``PlainWaiter`` plus an agent's
   visibility writes, deadline timer and event stream, written by hand.
 
@@ -39,6 +41,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.worker import Worker
 
 if TYPE_CHECKING:
@@ -175,6 +178,30 @@ class PlainSteps:
                 plain_tool, answer, start_to_close_timeout=PLAIN_TIMEOUT
             )
             conversation.append(result)
+
+
+PLAIN_STREAM_MODEL = "plain_stream_model"
+"""The activity ``PlainStreamed`` calls: ``bench._plain_streaming`` defines it."""
+
+
+@workflow.defn
+class PlainStreamed:
+    """A model call whose text watchers read as it is written, by hand.
+
+    One activity (``PLAIN_STREAM_MODEL``) streams a completion and publishes its text to
+    this workflow's ``workflow_streams`` stream (topic ``text``), where a client
+    subscribes: what ``bench.streaming`` times beside a streamed agent turn.
+    """
+
+    def __init__(self) -> None:
+        self._stream = WorkflowStream()
+
+    @workflow.run
+    async def run(self, prompt: str) -> str:
+        answer: str = await workflow.execute_activity(
+            PLAIN_STREAM_MODEL, prompt, result_type=str, start_to_close_timeout=PLAIN_TIMEOUT
+        )
+        return answer
 
 
 async def _serve(args: argparse.Namespace) -> None:

@@ -73,7 +73,7 @@ class Finding:
         """One line of the report."""
         shown = "not measured" if self.ratio is None else f"{self.ratio:.3f}x"
         verdict = "FAIL" if self.failed else "ok"
-        return f"  {verdict:4} {self.name:36} {shown:>13}  bound {self.bound.describe()}"
+        return f"  {verdict:4} {self.name:40} {shown:>13}  bound {self.bound.describe()}"
 
 
 def load_bounds(path: Path = BOUNDS_FILE) -> dict[str, Bound]:

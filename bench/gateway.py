@@ -37,6 +37,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -44,6 +45,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from temporalio.client import Client
 
 from bench._common import StepBench, free_port, percentile
+from bench._results import headline, write_json
 from bench.streaming import text
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal._logging import configure_logging
@@ -193,7 +195,12 @@ def ms(values: Sequence[float]) -> str:
     return f"{percentile(values, 0.5) * 1000:7.1f} {percentile(values, 0.95) * 1000:7.1f}"
 
 
-async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> None:
+GUARDED = {"openai client": "openai_whole", "openai client, stream=True": "openai_streamed"}
+"""The rows ``bench.check`` holds to ``bench/bounds.toml`` (key ``gateway.<key>``)."""
+
+
+async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[dict[str, Any]]:
+    """Section 1; the guarded rows' headlines (p50 in ms, beside ``AgentClient.send``)."""
     headers = {"Authorization": f"Bearer {served.key}"}
     async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as http:
         ways = paths(agents, served, http)
@@ -213,11 +220,17 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> None:
         base = percentile(by_name[way.baseline].times, 0.5)
         p50 = percentile(way.times, 0.5)
         print(f"  {way.name:40} {ms(way.times)} {p50 / base:5.2f}x {(p50 - base) * 1000:+6.1f}ms")
-    for name in ("openai client", "openai client, stream=True"):
+    rows = []
+    for name, key in GUARDED.items():
         way = by_name[name]
         assert way.baseline is not None
-        ratio = percentile(way.times, 0.5) / percentile(by_name[way.baseline].times, 0.5)
-        print(f"  goal {name}: at most {GOAL}x: {'met' if ratio <= GOAL else 'NOT met'}")
+        p50, base = percentile(way.times, 0.5), percentile(by_name[way.baseline].times, 0.5)
+        print(f"  goal {name}: at most {GOAL}x: {'met' if p50 / base <= GOAL else 'NOT met'}")
+        note = f"p50 of {rounds} session round trips; baseline: {way.baseline} in process"
+        rows.append(
+            headline(f"gateway round trip, {name}", p50 * 1000, base * 1000, "ms", note, key=key)
+        )
+    return rows
 
 
 class GatedModel(ScriptedModel):
@@ -286,8 +299,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway")
     parser.add_argument("--rounds", type=int, default=60, help="timed rounds of section 1")
     parser.add_argument(
-        "--subscribers", type=int, nargs="+", default=[1, 100], help="section 2's fan-outs"
+        "--subscribers", type=int, nargs="*", default=[1, 100], help="section 2's fan-outs"
     )
+    parser.add_argument("--json", type=Path, help="write section 1's results here (bench.report)")
     args = parser.parse_args()
     configure_logging("WARNING")
     env = await start_dev_environment()
@@ -298,7 +312,13 @@ async def main() -> None:
             agent_worker(env.client, StepBench, model=model, task_queue=task_queue),
             gateway_process(env.client, task_queue) as served,
         ):
-            await overhead(AgentClient(env.client, task_queue=task_queue), served, args.rounds)
+            rows = await overhead(
+                AgentClient(env.client, task_queue=task_queue), served, args.rounds
+            )
+            if args.json:
+                write_json(args.json, "gateway", rows, {})
+            if not args.subscribers:
+                return
             print(
                 f"\n2. SSE fan-out: one run, {FANOUT_WORDS} words at {FANOUT_PACE * 1000:.0f} ms "
                 "a word; gateway CPU is its process's user+system time (/proc)"

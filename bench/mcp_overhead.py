@@ -20,21 +20,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Worker
 
 from bench._common import BENCH_STEPS, StepBench, free_port, summary_ms
 from smyth_temporal import AgentClient, AgentConfig, AgentInput, AgentResult, AgentWorkflow
 
 with workflow.unsafe.imports_passed_through():
+    from bench._plain_worker import STEP_CALLS, PlainSteps, plain_model
+    from bench._results import headline, write_json
     from smyth_temporal._logging import configure_logging
     from smyth_temporal.mcp import HttpServer, MCPServerConfig, StdioServer
     from smyth_temporal.models import ModelRequest, ModelResponse
@@ -130,11 +135,49 @@ async def direct(server: MCPServerConfig, calls: int = 200) -> list[float]:
     return seconds
 
 
+async def measure_by_hand(client: Client, server: MCPServerConfig, runs: int) -> list[float]:
+    """Step seconds of ``PlainSteps``, its tool activity calling ``server`` by hand.
+
+    The hand-written baseline: plain temporalio (no smyth plugin, temporalio's
+    converter), the loop of ``bench._plain_worker``, and a tool activity that calls
+    the echo tool through a session held by the worker (the same client ``direct``
+    times).
+    """
+    from smyth_temporal.mcp import MCPConnections
+
+    connections = MCPConnections({"echo": server})
+
+    @activity.defn(name="plain_tool")
+    async def echo_by_hand(text: str) -> str:
+        async with connections.session("echo") as session:
+            await session.call_tool("echo", {"text": text})
+        return text
+
+    plain_client = Client(client.service_client, namespace=client.namespace)
+    steps: list[float] = []
+    async with connections.serving():
+        for run in range(runs + 1):
+            task_queue = new_task_queue("bench-mcp-plain")
+            async with Worker(
+                plain_client,
+                task_queue=task_queue,
+                workflows=[PlainSteps],
+                activities=[plain_model, echo_by_hand],
+            ):
+                STEP_CALLS.clear()
+                await plain_client.execute_workflow(
+                    PlainSteps.run, BENCH_STEPS, id=f"plain-mcp-{task_queue}", task_queue=task_queue
+                )
+            if run:  # the first is the warm-up
+                steps += [b - a for a, b in itertools.pairwise(STEP_CALLS)][:BENCH_STEPS]
+    return steps
+
+
 def ratio(values: Sequence[float], baseline: Sequence[float]) -> str:
     return f"x{statistics.fmean(values) / statistics.fmean(baseline):.2f}"
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, json_path: Path | None) -> None:
     configure_logging("ERROR")
     os.environ.setdefault("SMYTH_PAYLOAD_STORAGE", "off")
     port = free_port()
@@ -159,6 +202,7 @@ async def main(runs: int) -> None:
         ]
         print(f"{runs} runs x {BENCH_STEPS} calls per configuration (after a warm-up run)")
         baseline: tuple[list[float], list[float]] | None = None
+        rows = []
         for name, agent, servers in configs:
             activities, steps = await measure(env.client, agent, servers, runs)
             baseline = baseline or (activities, steps)
@@ -167,6 +211,23 @@ async def main(runs: int) -> None:
             print(f"  step          {summary_ms(steps)}  {ratio(steps, baseline[1])}")
             if servers:
                 print(f"  direct call   {summary_ms(await direct(servers['echo']))}")
+                by_hand = await measure_by_hand(env.client, servers["echo"], runs)
+                print(
+                    f"  by hand, step {summary_ms(by_hand)}  {ratio(steps, by_hand)} (p50 "
+                    f"{statistics.median(steps) / statistics.median(by_hand):.2f}x)"
+                )
+                rows.append(
+                    headline(
+                        f"agent step with an {name} tool",
+                        statistics.median(steps) * 1000,
+                        statistics.median(by_hand) * 1000,
+                        "ms",
+                        "baseline: the loop by hand in plain temporalio, the same MCP server",
+                        key=name.lower().replace(" ", "_") + "_step",
+                    )
+                )
+        if json_path:
+            write_json(json_path, "mcp_overhead", rows, {})
     finally:
         await env.shutdown()
         http.terminate()
@@ -210,12 +271,13 @@ async def _wait_listening(port: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m bench.mcp_overhead", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the results here (bench.report)")
     parser.add_argument("--serve", choices=["stdio", "http"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.serve:
         serve(arguments.serve, arguments.port)
     else:
-        asyncio.run(main(arguments.runs))
+        asyncio.run(main(arguments.runs, arguments.json))
         sys.stdout.flush()
         os._exit(0)  # temporalio's threads can abort the interpreter's teardown

@@ -364,14 +364,15 @@ def _headlines(
         ),
     ]
     if smyth.approve_seconds is not None and smyth.approve_cpu is not None:
-        for other, beside, pace_note, cpu_note in (
+        for other, beside, pace_note, cpu_note, suffix in (
             (
                 plain,
                 "",
                 "an update each, then two activities; higher is better",
                 "user + system time of the worker process while approving; lower is better",
+                "",
             ),
-            (books, ", beside hand-written bookkeeping", _BY_HAND, _BY_HAND),
+            (books, ", beside hand-written bookkeeping", _BY_HAND, _BY_HAND, "_bookkeeping"),
         ):
             if other.approve_seconds is None or other.approve_cpu is None:
                 continue
@@ -382,6 +383,7 @@ def _headlines(
                     other.approved_per_second,
                     "runs/s",
                     pace_note,
+                    key=f"approve_pace{suffix}",
                 )
             )
             rows.append(
@@ -391,6 +393,7 @@ def _headlines(
                     other.cpu_per_approved_ms,
                     "ms",
                     cpu_note,
+                    key=f"approve_cpu{suffix}",
                 )
             )
     if many:

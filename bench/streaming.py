@@ -43,10 +43,13 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from bench._common import echo, percentile
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
@@ -55,6 +58,8 @@ from smyth_temporal._logging import configure_logging
 # Workflows are defined below, so the sandbox re-imports this module: its worker-side
 # imports are passed through as is.
 with workflow.unsafe.imports_passed_through():
+    from bench._plain_worker import PlainStreamed
+    from bench._results import headline, write_json
     from smyth_temporal import AgentClient
     from smyth_temporal.models import (
         ModelProvider,
@@ -193,18 +198,30 @@ def ms(values: Sequence[float]) -> str:
     return f"{percentile(values, 0.5) * 1000:7.1f} {percentile(values, 0.95) * 1000:7.1f}"
 
 
-async def first_token(client: Client, runs: int, delay: float) -> None:
+async def first_token(client: Client, runs: int, delay: float) -> list[dict[str, Any]]:
+    """Section 1; its guarded headline (ours beside the hand-written stream)."""
+    from bench._plain_streaming import first_piece, stream_model
+
     answer = text(30)
     request = ModelRequest(model="bench-model", messages=[Message.user("Report on the market.")])
     baseline: list[float] = []
     ours: list[float] = []
     added: list[float] = []
     after_turn: list[float] = []
+    by_hand: list[float] = []
+    plain_client = Client(client.service_client, namespace=client.namespace)
+    plain_queue, plain_calls = new_task_queue("bench-stream-plain"), list[float]()
     async with FakeOpenAIServer() as fake:
         model = Stopwatch(OpenAIProvider(base_url=fake.base_url, api_key="bench"))
-        async with agents_with(client, model) as agents:
+        plain_worker = Worker(
+            plain_client,
+            task_queue=plain_queue,
+            workflows=[PlainStreamed],
+            activities=[stream_model(fake.base_url, plain_calls)],
+        )
+        async with agents_with(client, model) as agents, plain_worker:
             for number in range(runs + 1):
-                for _ in range(2):  # one for the baseline, one for the agent
+                for _ in range(3):  # the provider alone, the agent, the stream by hand
                     fake.enqueue(
                         FakeResponse(body=chat_completion(answer), first_token_delay=delay)
                     )
@@ -212,12 +229,14 @@ async def first_token(client: Client, runs: int, delay: float) -> None:
                 alone = model.calls[-1]
                 _, events = await run_agent(agents, Streamed, watch=True)
                 call, seen = model.calls[-1], first(events, TextDelta)
+                hand = await first_piece(plain_client, plain_queue, plain_calls)
                 if number == 0:
                     continue  # connections, sandbox imports: not what a running agent pays
                 baseline.append(alone.pieces[0][0] - alone.started)
                 ours.append(seen - call.started)
                 added.append(seen - call.pieces[0][0])
                 after_turn.append(seen - first(events, TurnStarted))
+                by_hand.append(hand)
     provider_p50 = percentile(baseline, 0.5)
     after_turn = [each - provider_p50 for each in after_turn]
     print(
@@ -230,6 +249,10 @@ async def first_token(client: Client, runs: int, delay: float) -> None:
         f"  {'ours: model activity call to first text_delta received':58} {ms(ours)}"
         f"   ours/baseline p50 {percentile(ours, 0.5) / provider_p50:.2f}x"
     )
+    print(
+        f"  {'by hand: temporalio + workflow_streams, call to first text':58} {ms(by_hand)}"
+        f"   ours/by hand p50 {percentile(ours, 0.5) / percentile(by_hand, 0.5):.2f}x"
+    )
     print(f"  {'added by the SDK: first on_text to first text_delta':58} {ms(added)}")
     print(f"  {'turn_started seen to first text_delta, less baseline p50':58} {ms(after_turn)}")
     print(
@@ -237,6 +260,12 @@ async def first_token(client: Client, runs: int, delay: float) -> None:
         f"p50 {verdict(percentile(added, 0.5) <= TTFT_GOAL)}, "
         f"p95 {verdict(percentile(added, 0.95) <= TTFT_GOAL)}"
     )
+    note = (
+        f"p50 of {runs}; fake OpenAI server, {delay * 1000:.0f} ms first token; baseline: "
+        "an activity streaming to a workflow_streams stream by hand"
+    )
+    p50, hand_p50 = percentile(ours, 0.5) * 1000, percentile(by_hand, 0.5) * 1000
+    return [headline("time to first token, streamed", p50, hand_p50, "ms", note, key="first_token")]
 
 
 def lags(call: Call, deltas: Sequence[tuple[float, TextDelta]]) -> list[float]:
@@ -340,11 +369,19 @@ async def main() -> None:
     parser.add_argument(
         "--first-token-delay", type=float, default=0.5, help="the fake model's seconds to text"
     )
+    parser.add_argument("--json", type=Path, help="write section 1's results here (bench.report)")
+    parser.add_argument(
+        "--only-first-token", action="store_true", help="section 1 only (what make bench runs)"
+    )
     args = parser.parse_args()
     configure_logging("WARNING")
     env = await start_dev_environment()
     try:
-        await first_token(env.client, args.runs, args.first_token_delay)
+        rows = await first_token(env.client, args.runs, args.first_token_delay)
+        if args.json:
+            write_json(args.json, "streaming", rows, {})
+        if args.only_first_token:
+            return
         await throughput(env.client)
         await history_per_turn(env.client)
     finally:
