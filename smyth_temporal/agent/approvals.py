@@ -80,6 +80,11 @@ class Approvals:
         self._find = find or config.tool
         self._builtin: dict[str, Tool] = {}
 
+    @property
+    def config(self) -> AgentConfig:
+        """The agent's config. Added in 0.8.0."""
+        return self._config
+
     def register(self, tool: Tool) -> None:
         """Know ``tool`` too when checking edited arguments (a built-in, never offered)."""
         self._builtin[tool.name] = tool

@@ -33,7 +33,6 @@ from temporalio.exceptions import ActivityError
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
-from smyth_temporal.agent.config import DEFAULT_MAX_TOOL_CALLS_PER_TURN
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._executor import ToolExecutor
@@ -87,7 +86,8 @@ class ToolRunner:
         workflow_id: The agent's workflow id, for idempotency keys.
         first_run_id: The run id of the first run under this workflow id (the same
             across continue-as-new, a new one for a new run), for idempotency keys.
-        max_calls: Calls of one turn that run (``AgentConfig.max_tool_calls_per_turn``).
+        max_calls: Calls of one turn that run (default: the agent's
+            ``AgentConfig.max_tool_calls_per_turn``, from ``approvals.config``).
         patched: ``workflow.patched`` (a stand-in in unit tests).
 
     Added in 0.3.0. Changed in 0.8.0: ``first_run_id``, ``max_calls``, ``patched``.
@@ -105,7 +105,7 @@ class ToolRunner:
         interrupted: Callable[[], bool] = lambda: False,
         workflow_id: Callable[[], str] = lambda: workflow.info().workflow_id,
         first_run_id: Callable[[], str] = lambda: workflow.info().first_execution_run_id,
-        max_calls: int = DEFAULT_MAX_TOOL_CALLS_PER_TURN,
+        max_calls: int | None = None,
         patched: Callable[[str], bool] = workflow.patched,
     ) -> None:
         self._conversation = conversation
@@ -116,7 +116,7 @@ class ToolRunner:
         self._interrupted = interrupted
         self._workflow_id = workflow_id
         self._first_run_id = first_run_id
-        self._max_calls = max_calls
+        self._max_calls = max_calls or approvals.config.max_tool_calls_per_turn
         self._patched = patched
         self._executors: dict[str, ToolExecutor] = {
             ACTIVITY_EXECUTOR: self._run_activity,

@@ -172,7 +172,6 @@ class AgentWorkflow:
                 **self.tool_executors(),
             },
             interrupted=interrupts.requested,
-            max_calls=config.max_tool_calls_per_turn,
         )
         self.lifecycle = Lifecycle(
             config,
