@@ -50,13 +50,16 @@ def spellings(value: str) -> set[str]:
     """``value`` as it is and as serializers escape it inside a quoted string.
 
     JSON (``json.dumps`` and ``pydantic_core.to_json`` agree), ASCII-only JSON, and
-    Python's ``repr`` (what a log line of a container or an exception shows).
+    Python's ``repr`` (what a log line of a container or an exception shows) in both
+    of its quotings: a longer string holding both quote marks is quoted with ``'``,
+    which then escapes every ``'`` in it, the secret's included.
     """
     return {
         value,
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(value)[1:-1],
         repr(value)[1:-1],
+        repr("\"'" + value)[4:-1],
     }
 
 

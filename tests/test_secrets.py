@@ -310,6 +310,14 @@ def test_a_result_nested_deeper_than_the_walk_is_masked_too() -> None:
     assert "[secret:DEEP_KEY]" in content
 
 
+def test_a_secret_quoted_by_repr_is_masked_in_either_quoting() -> None:
+    # repr quotes a string holding both quote marks with ', escaping the secret's '.
+    register_secret("QUOTED_KEY", "it's-a-key")
+    error = ValueError('said "' + "it's-a-key" + '"')
+    line = redact(f"tool.failed error={error!r}")
+    assert line == "tool.failed error=ValueError('said \"[secret:QUOTED_KEY]\"')"
+
+
 def test_a_pydantic_object_in_a_log_field_is_masked() -> None:
     register_secret("LOG_KEY", 'log"secret\\value')
     credentials = _Credentials(login=_Login(user="u", password='log"secret\\value'), tokens=[])
