@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,6 +36,9 @@ StructuredOutput = Literal["json_schema", "tool"]
 
 DEFAULT_MODEL_HTTP_TIMEOUT = 120.0
 """Seconds one HTTP request to the endpoint may take before it counts as timed out."""
+
+_CHUNKS_BETWEEN_YIELDS = 64
+"""Streamed chunks handled between two turns of the event loop (about 5 ms of work)."""
 
 _MASKED_PLAIN_KEY_LENGTH = 12
 """A key given as a plain string is masked in logs only from this length: endpoints
@@ -196,8 +200,14 @@ class OpenAIProvider:
         # settings hold (vLLM's continuous_usage_stats, say) are kept.
         params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
         stream = await self._client.chat.completions.create(**params, stream=True)
+        received = 0
         async with stream:
             async for chunk in _with_openai_errors(stream):
+                received += 1
+                if received % _CHUNKS_BETWEEN_YIELDS == 0:
+                    # Chunks already buffered come with no pause for the event loop:
+                    # let the activity's heartbeat in during a long burst.
+                    await asyncio.sleep(0)
                 if not chunk.choices and chunk.usage is None:
                     continue  # Azure's content-filter notes hold no part of the answer
                 streamed.add(chunk)
