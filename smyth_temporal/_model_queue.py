@@ -126,8 +126,8 @@ class ModelQueueRoute:
                 log.warning("model_queue.unread", task_queue=queue, error=exc.message)
                 return
             limited = False  # this server cannot hold limits: there are none
-        except TimeoutError:
-            log.warning("model_queue.unread", task_queue=queue, error="timed out")
+        except Exception as exc:  # a watcher that dies would leave the route stale
+            log.warning("model_queue.unread", task_queue=queue, error=repr(exc))
             return
         if limited != self.limited or not self._settled:
             log.info("model_queue.routed", task_queue=queue, limited=limited)

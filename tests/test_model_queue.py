@@ -143,19 +143,21 @@ def test_only_the_agents_own_model_calls_are_rerouted() -> None:
 
 
 class _Refusing:
-    """A service whose ``DescribeTaskQueue`` fails with ``status``."""
+    """A service whose ``DescribeTaskQueue`` fails with ``status`` (or another error)."""
 
-    def __init__(self, status: RPCStatusCode) -> None:
+    def __init__(self, status: RPCStatusCode | None) -> None:
         self.status = status
 
     async def describe_task_queue(self, *args: object, **kwargs: object) -> object:
+        if self.status is None:
+            raise RuntimeError("connection lost")  # what the core reports for a broken link
         raise RPCError("no", self.status, b"")
 
 
 class _Client:
     namespace = "default"
 
-    def __init__(self, status: RPCStatusCode) -> None:
+    def __init__(self, status: RPCStatusCode | None) -> None:
         self.workflow_service = _Refusing(status)
 
 
@@ -168,6 +170,8 @@ async def test_a_worker_that_cannot_read_the_limits_keeps_honouring_them() -> No
     old: Client = _Client(RPCStatusCode.UNIMPLEMENTED)  # type: ignore[assignment]
     await route.refresh(old)
     assert route.queue_for(model_task_queue("agents")) is None
-    # Once known, a failed read keeps what was known.
+    # Once known, a failed read keeps what was known, whatever the failure.
     await route.refresh(denied)
+    lost: Client = _Client(None)  # type: ignore[assignment]
+    await route.refresh(lost)
     assert route.queue_for(model_task_queue("agents")) is None
