@@ -126,7 +126,8 @@ def redact_value(value: Any, depth: int = MAX_DEPTH) -> Any:
         }
     if isinstance(value, list | tuple | set | frozenset):
         items = [redact_value(item, depth - 1) for item in value]
-        return items if isinstance(value, set | frozenset) else type(value)(items)
+        # A plain tuple stays one; anything else (a named tuple, a set) becomes a list.
+        return tuple(items) if type(value) is tuple else items
     if isinstance(value, BaseException):
         return redact(repr(value))
     text = repr(value)

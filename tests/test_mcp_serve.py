@@ -271,11 +271,13 @@ async def test_mcp_over_http_needs_a_key_and_decides_as_the_key(
         await process.wait()
 
 
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.2"])
 def test_mcp_over_http_refuses_other_machines_without_keys(
-    address: str, task_queue: str, tmp_path: Path
+    address: str, task_queue: str, tmp_path: Path, host: str
 ) -> None:
+    # 127.0.0.2 is loopback, but not one the mcp SDK guards against DNS rebinding.
     outcome = run_smyth(
-        *serve_command(address, task_queue, "--transport", "http", "--host", "0.0.0.0")[2:],
+        *serve_command(address, task_queue, "--transport", "http", "--host", host)[2:],
         env={"SMYTH_KEYS_FILE": str(tmp_path / "none.json")},
     )
-    assert_one_error_line(outcome, "on 0.0.0.0 without API keys would let anyone")
+    assert_one_error_line(outcome, f"on {host} without API keys would let anyone")

@@ -9,6 +9,7 @@ import io
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import structlog
@@ -281,6 +282,11 @@ class _Credentials(BaseModel):
     tokens: list[str]
 
 
+class _Pair(NamedTuple):
+    key: str
+    count: int
+
+
 def _leaks(text: str, value: str) -> bool:
     return any(spelling in text for spelling in spellings(value))
 
@@ -316,6 +322,13 @@ def test_a_secret_quoted_by_repr_is_masked_in_either_quoting() -> None:
     error = ValueError('said "' + "it's-a-key" + '"')
     line = redact(f"tool.failed error={error!r}")
     assert line == "tool.failed error=ValueError('said \"[secret:QUOTED_KEY]\"')"
+
+
+def test_a_named_tuple_in_a_log_field_is_masked_without_breaking_the_line() -> None:
+    register_secret("TUPLE_KEY", "tuple-secret-value")
+    pair = _Pair("tuple-secret-value", 1)
+    event = redact_event(None, "info", {"event": "e", "pair": pair, "plain": ("a", 1)})
+    assert event["pair"] == ["[secret:TUPLE_KEY]", 1] and event["plain"] == ("a", 1)
 
 
 def test_a_pydantic_object_in_a_log_field_is_masked() -> None:

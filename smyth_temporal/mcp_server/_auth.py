@@ -8,7 +8,6 @@ its tenant, its role, and its name as who decided.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 
 import structlog
@@ -21,7 +20,15 @@ from smyth_temporal.security._identity import Principal
 from smyth_temporal.security._keys import KeyStore
 from smyth_temporal.security._throttle import AuthLimiter, KeyRefused, authenticate
 
-__all__ = ["AUTH_BURST", "AUTH_REFILL", "Callers", "RequireKey", "bearer", "is_loopback"]
+__all__ = [
+    "AUTH_BURST",
+    "AUTH_REFILL",
+    "LOOPBACK_HOSTS",
+    "Callers",
+    "RequireKey",
+    "bearer",
+    "is_loopback",
+]
 
 log = structlog.get_logger("smyth_temporal.mcp_server")
 
@@ -37,14 +44,14 @@ def bearer(headers: Mapping[str, str] | None) -> str | None:
     return key.strip() or None if scheme.lower() == "bearer" else None
 
 
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+"""The binds a keyless server may use: the mcp SDK guards exactly these against DNS
+rebinding (it checks ``Host`` and ``Origin``); another loopback address it does not."""
+
+
 def is_loopback(host: str) -> bool:
-    """Whether binding ``host`` serves this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    """Whether a keyless server may bind ``host`` (see ``LOOPBACK_HOSTS``)."""
+    return host in LOOPBACK_HOSTS
 
 
 class RequireKey:
