@@ -96,6 +96,7 @@ async def test_a_reader_further_back_than_a_shared_reading_gets_the_gap_and_all_
     assert rest == [e for e in everything if e.offset > OLDEST_KEPT + 500]
 
 
+@pytest.mark.usefixtures("reset_structlog")
 async def test_watch_shows_the_gap(
     capsys: pytest.CaptureFixture[str], address: str, chatter: str
 ) -> None:

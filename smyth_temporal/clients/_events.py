@@ -80,9 +80,12 @@ class Feed:
         client: A Temporal client with the SDK's data converter.
         workflow_id: The agent's workflow id.
         start: The first offset to read.
+        reader: How the run's stream is read (default: a ``StreamReader``).
     """
 
-    def __init__(self, client: Client, workflow_id: str, start: int) -> None:
+    def __init__(
+        self, client: Client, workflow_id: str, start: int, reader: StreamReader | None = None
+    ) -> None:
         self.workflow_id = workflow_id
         self.start = start
         self.readers = 0
@@ -101,7 +104,7 @@ class Feed:
         self._done = False
         self._changed = asyncio.Event()
         self._backfilling = asyncio.Lock()
-        self._reader = StreamReader(client, workflow_id)
+        self._reader = reader or StreamReader(client, workflow_id)
         self._task = asyncio.create_task(self._pump())
 
     async def read(self, after: int) -> AsyncIterator[AgentEvent]:
@@ -201,8 +204,18 @@ class Feed:
         return events
 
     async def _pump(self) -> None:
+        # Until the first read is in, no backfill: a start beyond the stream's end moves
+        # back to it first (the feed then holds everything from there, as it reads).
+        opening = True
+        await self._backfilling.acquire()
         try:
             async for batch in self._reader.read(self.start):
+                if opening:
+                    opening = False
+                    if not batch.items and batch.first_missing is None:
+                        self.start = min(self.start, batch.next_offset)
+                        self._last = min(self._last, self.start - 1)
+                    self._backfilling.release()
                 for event, gap in self._parsed(batch):
                     if gap:
                         _log.warning(
@@ -231,9 +244,11 @@ class Feed:
         except Exception as exc:
             # Never end quietly: a reader must tell "the run ended" from "cannot read"
             # (a payload store this process cannot see, say).
-            _log.warning("events.read_failed", workflow_id=self.workflow_id, error=str(exc))
             self._error = exc
+            _log.warning("events.read_failed", workflow_id=self.workflow_id, error=str(exc))
         finally:
+            if opening:
+                self._backfilling.release()
             for channel in self._channels.values():
                 channel.cancel()
             self._done = True
@@ -403,10 +418,18 @@ def _restart(delta: TextDelta) -> TextReset:
 
 
 class Feeds:
-    """The feeds of one client, by workflow id: one reading per run, however many readers."""
+    """The feeds of one client, by workflow id: one reading per run, however many readers.
 
-    def __init__(self, client: Client) -> None:
+    Args:
+        client: A Temporal client with the SDK's data converter.
+        reader: How a run's stream is read, given its workflow id (default: a
+            ``StreamReader``; tests read a simulated stream).
+    """
+
+    def __init__(self, client: Client, reader: Callable[[str], StreamReader] | None = None) -> None:
         self._client = client
+        self._reader = reader
+        """How a run's stream is read, by workflow id (default: a ``StreamReader``)."""
         self._feeds: dict[str, Feed] = {}
 
     async def events(self, workflow_id: str, after: int | None) -> AsyncIterator[AgentEvent]:
@@ -417,7 +440,8 @@ class Feeds:
         start = max(after + 1 - _LOOKBACK, 0)
         feed = self._feeds.get(workflow_id)
         if feed is None:
-            feed = self._feeds[workflow_id] = Feed(self._client, workflow_id, start)
+            reader = self._reader(workflow_id) if self._reader else None
+            feed = self._feeds[workflow_id] = Feed(self._client, workflow_id, start, reader)
         feed.readers += 1
         try:
             # A reader further back than the feed has read: the feed reads back once.

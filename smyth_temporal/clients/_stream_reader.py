@@ -28,10 +28,14 @@ from typing import Any
 
 import structlog
 from temporalio.api.common.v1 import Payload, WorkflowExecution
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
+from temporalio.api.enums.v1 import EventType, WorkflowExecutionStatus
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkflowExecutionRequest,
+    GetWorkflowExecutionHistoryRequest,
+)
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamItem
+from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 __all__ = ["QUERY_TIMEOUT", "STREAM_POLL", "StreamBatch", "StreamGone", "StreamReader"]
@@ -91,6 +95,9 @@ class StreamBatch:
     """The first offset asked for that the run no longer holds (``None``: no gap)."""
     first_available: int = 0
     """The offset the run's items start at when there is a gap (the next one to read)."""
+    next_offset: int = 0
+    """The offset read from next: past the items, or the stream's end when asked for
+    offsets beyond it (so events published there later are read, not skipped)."""
 
 
 @dataclass
@@ -112,10 +119,14 @@ class StreamReader:
 
     def __init__(self, client: Client, workflow_id: str) -> None:
         self._client = client
+        self._converter = client.data_converter.payload_converter
         self.workflow_id = workflow_id
 
     async def read(self, from_offset: int) -> AsyncIterator[StreamBatch]:
         """Batches from ``from_offset`` on, as the run publishes them, until it ends.
+
+        The first read's batch comes even when empty: its ``next_offset`` says where
+        reading goes on (the stream's end, if ``from_offset`` was beyond it).
 
         Raises:
             StreamGone: No workflow has that id, or it hosts no stream.
@@ -125,6 +136,7 @@ class StreamReader:
         watch.changed.set()  # read once at once, before any news
         watcher = asyncio.create_task(self._watch(watch))
         offset = from_offset
+        first = True
         try:
             while True:
                 await watch.changed.wait()
@@ -139,8 +151,10 @@ class StreamReader:
                         if ended:
                             return
                         break
-                    batch, offset = _batch(self._client, offset, result)
-                    if batch.items or batch.first_missing is not None:
+                    batch = _batch(self._converter, offset, result)
+                    offset = batch.next_offset
+                    if first or batch.items or batch.first_missing is not None:
+                        first = False
                         yield batch
                     more = result.more_ready
                 if ended:
@@ -162,7 +176,8 @@ class StreamReader:
             result = await self._query(offset, None)
             if result is None:
                 break
-            batch, after = _batch(self._client, offset, result)
+            batch = _batch(self._converter, offset, result)
+            after = batch.next_offset
             if batch.first_missing is not None and first_missing is None:
                 first_missing, first_available = batch.first_missing, batch.first_available
             items += [item for item in batch.items if item.offset < end]
@@ -210,10 +225,14 @@ class StreamReader:
                 if watch is not None and watch.ended and tries >= _ENDED_TRIES:
                     raise  # a finished run's last events need a worker to replay it
                 reason = exc.message
-            except ValueError as exc:  # a paused run: a status the SDK predates
+            except ValueError:
+                # The server refuses a query to a paused run with a status the SDK
+                # predates; anything else is an error of its own.
+                if not await self._paused():
+                    raise
                 if watch is not None:
                     return None
-                reason = str(exc)
+                reason = "paused"
             _log.debug("events.read_retried", workflow_id=self.workflow_id, reason=reason)
             if watch is None:
                 await asyncio.sleep(delay)
@@ -226,6 +245,16 @@ class StreamReader:
                 if watch.error is not None:
                     raise watch.error
             delay = min(delay * 2, _RETRY_MAX)
+
+    async def _paused(self) -> bool:
+        response = await self._client.workflow_service.describe_workflow_execution(
+            DescribeWorkflowExecutionRequest(
+                namespace=self._client.namespace,
+                execution=WorkflowExecution(workflow_id=self.workflow_id),
+            )
+        )
+        status = response.workflow_execution_info.status
+        return status == WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_PAUSED
 
     async def _watch(self, watch: _Watch) -> None:
         """Long-poll the runs' histories; signal every completed workflow task and the end."""
@@ -288,14 +317,14 @@ _RETRIED = frozenset(
 """Statuses a read is tried again after: no worker answered, or the server was busy."""
 
 
-def _batch(client: Client, offset: int, result: PollResult) -> tuple[StreamBatch, int]:
-    """A poll result read from ``offset`` as a batch, and the offset to read next.
+def _batch(converter: PayloadConverter, offset: int, result: PollResult) -> StreamBatch:
+    """A poll result read from ``offset`` as a batch.
 
     The stream answers an offset it no longer holds with its oldest items: the first
     offset returned past the one asked for (or, with nothing returned, a next offset
-    past it) is a gap.
+    past it) is a gap. Asked for an offset beyond its end, it answers nothing and its
+    end: reading goes on from there.
     """
-    converter = client.data_converter.payload_converter
     items: list[WorkflowStreamItem[Any]] = []
     for wire in result.items:
         payload = Payload()
@@ -303,8 +332,5 @@ def _batch(client: Client, offset: int, result: PollResult) -> tuple[StreamBatch
         items.append(WorkflowStreamItem(wire.topic, converter.from_payload(payload), wire.offset))
     first = items[0].offset if items else result.next_offset
     if first > offset:
-        batch = StreamBatch(items, first_missing=offset, first_available=first)
-    else:
-        batch = StreamBatch(items)
-    # With nothing new, the stream answers its current end: never read backwards.
-    return batch, max(result.next_offset, offset) if not items else result.next_offset
+        return StreamBatch(items, offset, first, next_offset=result.next_offset)
+    return StreamBatch(items, next_offset=result.next_offset)
