@@ -50,7 +50,11 @@ DEPENDS_ON_CONDITIONS = {
 }
 TEMPORAL_SERVER_IMAGES = {"temporalio/server", "temporalio/auto-setup"}
 TEMPORAL_POSTGRES_PLUGINS = {"postgres12", "postgres12_pgx"}
-SEARCH_ATTRIBUTES = {"SmythStatus": "Keyword", "SmythPendingApprovals": "Int"}
+SEARCH_ATTRIBUTES = {
+    "SmythStatus": "Keyword",
+    "SmythPendingApprovals": "Int",
+    "SmythTenant": "Keyword",
+}
 
 # [host_ip:][host_port[-range]:]container_port[-range][/protocol]
 PORT_RE = re.compile(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,7 +14,7 @@ from temporalio.client import (
 )
 
 from smyth_temporal.clients._runs import RunsClient, refusal
-from smyth_temporal.clients._visibility import executions
+from smyth_temporal.clients._visibility import execution_page
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidDecisionError
 from smyth_temporal.types.approvals import (
     APPROVAL_SIGNAL,
@@ -24,7 +25,9 @@ from smyth_temporal.types.approvals import (
 )
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, PENDING_APPROVALS_MEMO
 
-__all__ = ["ApprovalsClient", "PendingApproval"]
+__all__ = ["ApprovalPage", "ApprovalsClient", "PendingApproval", "ended_refusal"]
+
+_LIST_PAGE = 500
 
 
 class PendingApproval(BaseModel):
@@ -41,6 +44,27 @@ class PendingApproval(BaseModel):
     """Whose agent it is."""
     request: ApprovalRequest
     """The request."""
+
+
+def ended_refusal(workflow_id: str, status: WorkflowExecutionStatus) -> InvalidDecisionError:
+    """The refusal of a decision for a run that has ended (how it ended in the message)."""
+    ended = status.name.lower().replace("_", " ")
+    return InvalidDecisionError(
+        f"agent run {workflow_id!r} has already ended ({ended}); there is nothing left to decide"
+    )
+
+
+@dataclass(frozen=True)
+class ApprovalPage:
+    """One page of pending approval requests (``pending_approvals_page``).
+
+    Added in 0.8.0.
+    """
+
+    approvals: list[PendingApproval]
+    """The page's requests, oldest first."""
+    next_page_token: bytes
+    """Where the next page starts; empty: this was the last."""
 
 
 class ApprovalsClient(RunsClient):
@@ -112,11 +136,7 @@ class ApprovalsClient(RunsClient):
             status = await self.status(workflow_id)
             if status in (None, WorkflowExecutionStatus.RUNNING):
                 raise
-            ended = status.name.lower().replace("_", " ")
-            raise InvalidDecisionError(
-                f"agent run {workflow_id!r} has already ended ({ended}); there is nothing "
-                "left to decide"
-            ) from exc
+            raise ended_refusal(workflow_id, status) from exc
 
     async def approve(
         self,
@@ -172,12 +192,45 @@ class ApprovalsClient(RunsClient):
         Args:
             tenant: Only this tenant's agents.
         """
+        found: list[PendingApproval] = []
+        token = b""
+        while True:
+            page = await self.pending_approvals_page(
+                tenant=tenant, page_size=_LIST_PAGE, page_token=token
+            )
+            found += page.approvals
+            token = page.next_page_token
+            if not token:
+                return sorted(found, key=lambda p: p.request.requested_at)
+
+    async def pending_approvals_page(
+        self, *, tenant: str | None = None, page_size: int = 100, page_token: bytes = b""
+    ) -> ApprovalPage:
+        """The pending requests of one page of running agents (see ``pending_approvals``).
+
+        The server filters by the ``SmythTenant`` search attribute where runs carry it;
+        the tenant the run published with its requests decides. A page may hold fewer
+        runs than ``page_size`` (or none) and still have a next one.
+
+        Args:
+            tenant: Only this tenant's agents.
+            page_size: Look at this many runs at most.
+            page_token: Where to go on (``ApprovalPage.next_page_token``).
+
+        Raises:
+            temporalio.service.RPCError: The server refused the page token.
+
+        Added in 0.8.0.
+        """
         self.identity.permit("read")
         if self.identity.principal is not None:
             tenant = self.identity.tenant(tenant)
         query = f"{PENDING_APPROVALS_ATTRIBUTE.name} > 0 AND ExecutionStatus = 'Running'"
+        runs, token = await execution_page(
+            self.client, query, tenant=tenant, page_size=page_size, token=page_token
+        )
         found: list[PendingApproval] = []
-        async for execution in executions(self.client, query):
+        for execution in runs:
             published = (await execution.memo()).get(PENDING_APPROVALS_MEMO) or {}
             owner = str(published.get("tenant", "default"))
             if tenant is not None and owner != tenant:
@@ -191,4 +244,5 @@ class ApprovalsClient(RunsClient):
                 )
                 for request in published.get("requests", [])
             ]
-        return sorted(found, key=lambda p: p.request.requested_at)
+        found.sort(key=lambda p: p.request.requested_at)
+        return ApprovalPage(approvals=found, next_page_token=token)

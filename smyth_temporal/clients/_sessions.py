@@ -14,12 +14,13 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from smyth_temporal.clients._base import AgentRef, agent_name
 from smyth_temporal.clients._live import LiveClient
 from smyth_temporal.clients._runs import refusal
+from smyth_temporal.clients._visibility import start_tagged
 from smyth_temporal.exceptions import InvalidMessageError
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.events import (
@@ -142,18 +143,26 @@ class SessionsClient(LiveClient):
             "id_reuse_policy": WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         }
         if not wait:
-            await self.client.start_workflow(
-                name,
-                start,
-                start_signal=SESSION_EVENT_SIGNAL,
-                start_signal_args=[message],
-                **options,
+            await start_tagged(
+                self.client,
+                tenant,
+                lambda tags: self.client.start_workflow(
+                    name,
+                    start,
+                    start_signal=SESSION_EVENT_SIGNAL,
+                    start_signal_args=[message],
+                    search_attributes=tags,
+                    **options,
+                ),
             )
             return None
 
         async def deliver() -> SessionReply:
+            return await start_tagged(self.client, tenant, deliver_tagged)
+
+        async def deliver_tagged(tags: TypedSearchAttributes) -> SessionReply:
             operation: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-                name, start, **options
+                name, start, search_attributes=tags, **options
             )
             try:
                 reply: SessionReply = await self.client.execute_update_with_start_workflow(

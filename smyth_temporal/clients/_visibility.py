@@ -6,25 +6,157 @@ namespace makes the whole listing raise ``ValueError: 8 is not a valid
 WorkflowExecutionStatus``. ``executions`` pages through the raw visibility API
 instead and shows a paused run as running (which it is, to everything but the task
 dispatcher); ``is_paused`` reads the real status from ``raw_info``.
+
+Runs carry their tenant as the ``SmythTenant`` search attribute, set when they are
+started (``start_tagged``), so a listing of one tenant's runs asks the server for
+those only (``tenant_clause``). A namespace without the attribute registered still
+works: starts go on without it and listings without the clause (both noticed once
+per client and logged), and the caller tells tenants apart from each run's input.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+import re
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
+import structlog
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
 from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
 
-__all__ = ["PAUSED", "executions", "is_paused_execution"]
+from smyth_temporal.types.visibility import TENANT_ATTRIBUTE
+
+__all__ = [
+    "PAUSED",
+    "execution_page",
+    "executions",
+    "is_paused_execution",
+    "start_tagged",
+    "tenant_clause",
+    "tenant_query",
+]
+
+log = structlog.get_logger("smyth_temporal.clients")
+
+_T = TypeVar("_T")
 
 PAUSED = RawStatus.WORKFLOW_EXECUTION_STATUS_PAUSED
 """The raw status of a paused run (not in the SDK's ``WorkflowExecutionStatus``)."""
 
 _PAGE = 500
 _KNOWN = frozenset(int(status) for status in WorkflowExecutionStatus)
+
+# Tenants of API keys are letters, digits, ``_`` and ``.``; anything else a Python
+# caller passes is filtered by the caller alone, never spliced into a query.
+_QUOTABLE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+# Temporal clients of namespaces without ``SmythTenant``: learnt from the first refusal.
+_UNTAGGED: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+def _undefined_attribute(exc: BaseException) -> bool:
+    """Whether the server refused ``SmythTenant`` as an unknown search attribute."""
+    text = str(exc)
+    if isinstance(exc, RPCError):
+        text = exc.message
+    return TENANT_ATTRIBUTE.name in text and "not defined" in text
+
+
+def _note_untagged(client: Client, exc: BaseException) -> None:
+    if client not in _UNTAGGED:
+        _UNTAGGED.add(client)
+        log.warning(
+            "visibility.tenant_attribute_missing",
+            attribute=TENANT_ATTRIBUTE.name,
+            namespace=client.namespace,
+            error=str(exc),
+        )
+
+
+async def start_tagged(
+    client: Client, tenant: str, start: Callable[[TypedSearchAttributes], Awaitable[_T]]
+) -> _T:
+    """``start(search_attributes)`` with the run's tenant as ``SmythTenant``.
+
+    Where the namespace lacks the attribute (a cluster set up before 0.8.0, the
+    time-skipping test server), the run is started without it.
+
+    Added in 0.8.0.
+    """
+    if client not in _UNTAGGED:
+        try:
+            return await start(
+                TypedSearchAttributes([SearchAttributePair(TENANT_ATTRIBUTE, tenant)])
+            )
+        except Exception as exc:
+            if not _undefined_attribute(exc):
+                raise
+            _note_untagged(client, exc)
+    return await start(TypedSearchAttributes.empty)
+
+
+def tenant_clause(client: Client, tenant: str) -> str | None:
+    """A visibility condition for ``tenant``'s runs and runs without a tenant attribute.
+
+    Runs started before 0.8.0 (or by other means) have no ``SmythTenant``: they are
+    kept, and the caller tells their tenant from their input. ``None`` when the
+    namespace lacks the attribute or ``tenant`` cannot be quoted safely: then the
+    caller filters every run itself.
+    """
+    if client in _UNTAGGED or not _QUOTABLE.fullmatch(tenant):
+        return None
+    name = TENANT_ATTRIBUTE.name
+    return f"({name} = '{tenant}' OR {name} IS NULL)"
+
+
+def tenant_query(client: Client, query: str, tenant: str | None) -> str:
+    """``query`` narrowed to ``tenant``'s runs where the server can (see ``tenant_clause``)."""
+    clause = tenant_clause(client, tenant) if tenant is not None else None
+    if clause is None:
+        return query
+    return f"{query} AND {clause}" if query else clause
+
+
+async def execution_page(
+    client: Client, query: str, *, tenant: str | None, page_size: int, token: bytes = b""
+) -> tuple[list[WorkflowExecution], bytes]:
+    """One page of the executions ``query`` matches, narrowed to ``tenant`` where possible.
+
+    Returns:
+        The page, and the token of the next one (``b""``: none).
+
+    Raises:
+        temporalio.service.RPCError: The server refused the query or the token.
+
+    Added in 0.8.0.
+    """
+    while True:
+        narrowed = tenant_query(client, query, tenant)
+        try:
+            response = await client.workflow_service.list_workflow_executions(
+                ListWorkflowExecutionsRequest(
+                    namespace=client.namespace,
+                    query=narrowed,
+                    page_size=page_size,
+                    next_page_token=token,
+                ),
+                # A token comes back from the caller: one the server cannot read fails
+                # the same way every time (dev server: INTERNAL), so it is not retried.
+                retry=not token,
+            )
+        except RPCError as exc:
+            if narrowed == query or not _undefined_attribute(exc):
+                raise
+            _note_untagged(client, exc)  # and ask again without the clause
+            continue
+        page = [_execution(client, info) for info in response.executions]
+        return page, response.next_page_token
 
 
 async def executions(

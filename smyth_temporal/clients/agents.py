@@ -6,16 +6,22 @@ import asyncio
 import contextlib
 import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
 from pydantic import TypeAdapter
-from temporalio.client import Plugin, WorkflowFailureError, WorkflowHandle, WorkflowQueryFailedError
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.client import (
+    Plugin,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+)
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
-from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval
+from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval, ended_refusal
 from smyth_temporal.clients._audit import read_audit
 from smyth_temporal.clients._base import (
     PICKUP_TIMEOUT,
@@ -34,18 +40,21 @@ from smyth_temporal.clients._limits import LimitsClient
 from smyth_temporal.clients._pause import PauseClient, is_paused
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
+from smyth_temporal.clients._visibility import start_tagged
 from smyth_temporal.clients.memory import MemoryClient
 from smyth_temporal.clients.schedules import ScheduleClient
 from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentPausedError,
     ClientError,
+    InvalidDecisionError,
     UnknownAgentError,
 )
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
+from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.audit import AuditTrail
 
 __all__ = ["PROGRESS_INTERVAL", "AgentClient", "PendingApproval"]
@@ -174,6 +183,9 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
 
         Returns:
             The Temporal workflow handle.
+
+        Changed in 0.8.0: the run carries its tenant as the ``SmythTenant`` search
+        attribute (where the namespace has it).
         """
         self.identity.permit("operate")
         name = agent_name(agent)
@@ -183,15 +195,21 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         if tenant != input.tenant:
             input = input.model_copy(update={"tenant": tenant})
         workflow_id = id or f"{name}-{uuid.uuid4().hex[:12]}"
-        return await self.client.start_workflow(
-            name,
-            input,
-            id=workflow_id,
-            task_queue=task_queue or self.task_queue,
-            result_type=AgentResult,
-            execution_timeout=execution_timeout,
-            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-        )
+        queue = task_queue or self.task_queue
+
+        def start(tags: TypedSearchAttributes) -> Awaitable[WorkflowHandle[Any, AgentResult]]:
+            return self.client.start_workflow(
+                name,
+                input,
+                id=workflow_id,
+                task_queue=queue,
+                result_type=AgentResult,
+                execution_timeout=execution_timeout,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                search_attributes=tags,
+            )
+
+        return await start_tagged(self.client, input.tenant, start)
 
     async def run(self, agent: AgentRef, input: AgentInput | str, **options: Any) -> AgentResult:
         """Start an agent run and wait for its result (see ``start`` for the options).
@@ -291,6 +309,34 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
                     f"`smyth resume {workflow_id}`"
                 ) from exc
             raise
+
+    async def pending_request(
+        self, workflow_id: str, *, timeout: float | None = None
+    ) -> ApprovalRequest:
+        """The request a decision without a request id would apply to: the only pending one.
+
+        Show it to the person who decides, then send the decision with its ``id`` and
+        ``arguments_sha256``, so a request that replaced it meanwhile is not decided
+        in its place.
+
+        Raises:
+            InvalidDecisionError: No request is pending, or several are (name one).
+            AgentNotFoundError: No run has that workflow id.
+            ClientError: No worker answered within ``timeout``.
+
+        Added in 0.8.0.
+        """
+        state = await self.state(workflow_id, timeout=timeout)
+        pending = state.pending_approvals
+        if not pending:
+            status = await self.status(workflow_id)
+            if status not in (None, WorkflowExecutionStatus.RUNNING):
+                raise ended_refusal(workflow_id, status)  # as ``decide`` says it
+            raise InvalidDecisionError(f"no approval request is pending on {workflow_id!r}")
+        if len(pending) > 1:
+            ids = ", ".join(r.id for r in pending)
+            raise InvalidDecisionError(f"{len(pending)} requests are pending ({ids}): name one")
+        return pending[0]
 
     async def result(
         self,

@@ -8,6 +8,13 @@ from fastapi import APIRouter, Path
 
 from smyth_temporal.gateway._auth import Approver, Reader
 from smyth_temporal.gateway._gateway import GatewayDep
+from smyth_temporal.gateway._listing import (
+    Limit,
+    PageToken,
+    decode_token,
+    encode_token,
+    refused_token,
+)
 from smyth_temporal.gateway._models import ApprovalList, Decision
 from smyth_temporal.types.approvals import ApprovalDecision, ApprovalOutcome
 
@@ -17,13 +24,27 @@ router = APIRouter(prefix="/v1", tags=["approvals"])
 
 
 @router.get("/approvals", summary="Pending approval requests")
-async def pending_approvals(caller: Reader, gateway: GatewayDep) -> ApprovalList:
-    """Every pending request of the caller's tenant's running agents, oldest first.
+async def pending_approvals(
+    caller: Reader,
+    gateway: GatewayDep,
+    limit: Limit = 100,
+    page_token: PageToken = None,
+) -> ApprovalList:
+    """The pending requests of the caller's tenant's running agents, oldest first.
 
     Each request carries the arguments and their ``arguments_sha256``: show the
     arguments to the person who decides and send the hash back with the approval.
+    ``limit`` bounds the runs read for one page; a page may hold fewer and still have
+    a ``next_page_token``: follow it until it is absent.
     """
-    return ApprovalList(approvals=await gateway.agents.pending_approvals(tenant=caller.tenant))
+    token = decode_token(page_token)
+    async with refused_token(token):
+        page = await gateway.agents.pending_approvals_page(
+            tenant=caller.tenant, page_size=limit, page_token=token
+        )
+    return ApprovalList(
+        approvals=page.approvals, next_page_token=encode_token(page.next_page_token)
+    )
 
 
 @router.post("/runs/{workflow_id}/approvals/{request_id}", summary="Decide an approval request")

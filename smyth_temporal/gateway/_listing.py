@@ -1,51 +1,122 @@
 """The tenant's recent agent runs, from Temporal's visibility (``GET /v1/runs``).
 
-Runs carry no tenant search attribute, so each listed chain's tenant is read from its
-input once (one history event, then remembered per chain, as ``check_owner`` does)
-and other tenants' runs are skipped; at most ``scan`` runs are looked at per request.
+Bounded per request: one page of at most ``limit`` runs is read from Temporal, and
+``next_page_token`` goes on from there. The server filters by the ``SmythTenant``
+search attribute; runs without it (started before 0.8.0) come too, and the tenant
+of every listed chain is checked against its input once (one history event, then
+remembered per chain, as ``check_owner`` does): another tenant's run is never named.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, HTTPException, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
-from smyth_temporal.clients._visibility import executions, is_paused_execution
+from smyth_temporal.clients._visibility import execution_page, is_paused_execution
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep
 from smyth_temporal.gateway._models import RunList, RunSummary
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, STATUS_ATTRIBUTE
 
-__all__ = ["SCAN_FACTOR", "router"]
+__all__ = [
+    "MAX_PAGE",
+    "Limit",
+    "PageToken",
+    "decode_token",
+    "encode_token",
+    "refused_token",
+    "router",
+]
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 
-SCAN_FACTOR = 10
-"""How many runs (of every tenant) a listing looks at for each one it may answer."""
+MAX_PAGE = 200
+"""The most runs one listing request reads from Temporal."""
+
+_MAX_TOKEN = 4096
+_UNREADABLE_TOKEN = frozenset(
+    {RPCStatusCode.INVALID_ARGUMENT, RPCStatusCode.INTERNAL, RPCStatusCode.UNKNOWN}
+)
+
+Limit = Annotated[
+    int, Query(ge=1, le=MAX_PAGE, description="read at most this many runs for this page")
+]
+PageToken = Annotated[
+    str | None,
+    Query(
+        max_length=_MAX_TOKEN,
+        description="the `next_page_token` of the previous page, to go on from there",
+    ),
+]
+
+
+def decode_token(token: str | None) -> bytes:
+    """Temporal's page token from its URL-safe form (``b""``: the first page).
+
+    Raises:
+        HTTPException: 400, not a token this gateway gave.
+    """
+    if not token:
+        return b""
+    try:
+        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):
+        raise HTTPException(HTTPStatus.BAD_REQUEST, "invalid page_token") from None
+
+
+def encode_token(token: bytes) -> str | None:
+    """Temporal's page token in a URL-safe form (``None``: no next page)."""
+    return base64.urlsafe_b64encode(token).decode().rstrip("=") if token else None
+
+
+@asynccontextmanager
+async def refused_token(token: bytes) -> AsyncIterator[None]:
+    """Answer 400 when Temporal cannot read a page token the caller sent (it is opaque).
+
+    A forged token can only move where the page starts: the query names the tenant,
+    and every listed run is checked.
+    """
+    try:
+        yield
+    except RPCError as exc:
+        # Servers refuse tokens they cannot parse as invalid, or as errors of their
+        # own (the dev server: UNKNOWN, "something went wrong, please retry").
+        if token and exc.status in _UNREADABLE_TOKEN:
+            raise HTTPException(HTTPStatus.BAD_REQUEST, "invalid page_token") from exc
+        raise
 
 
 @router.get("/runs", summary="List recent runs")
 async def list_runs(
     caller: Reader,
     gateway: GatewayDep,
-    limit: Annotated[int, Query(ge=1, le=200, description="at most this many runs")] = 50,
+    limit: Limit = 50,
+    page_token: PageToken = None,
 ) -> RunList:
     """The caller's tenant's most recent runs of the agents served, newest first.
 
-    A chain of runs (continue-as-new) is listed once, as its latest run.
+    A chain of runs (continue-as-new) is listed once, as its latest run. A page may
+    hold fewer than ``limit`` runs and still have a ``next_page_token``: follow it
+    until it is absent.
     """
     names = ", ".join(f"'{name}'" for name in gateway.agent_names)
     query = f"WorkflowType IN ({names}) AND ExecutionStatus != 'ContinuedAsNew'"
-    runs: list[RunSummary] = []
-    async for execution in executions(gateway.agents.client, query, limit=limit * SCAN_FACTOR):
-        if await _owned(gateway, caller, execution):
-            runs.append(_summary(execution))
-            if len(runs) == limit:
-                break
-    return RunList(runs=runs)
+    token = decode_token(page_token)
+    async with refused_token(token):
+        page, following = await execution_page(
+            gateway.agents.client, query, tenant=caller.tenant, page_size=limit, token=token
+        )
+    runs = [_summary(execution) for execution in page if await _owned(gateway, caller, execution)]
+    return RunList(runs=runs, next_page_token=encode_token(following))
 
 
 async def _owned(gateway: Gateway, caller: Principal, execution: WorkflowExecution) -> bool:

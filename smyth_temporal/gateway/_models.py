@@ -117,9 +117,11 @@ class Decision(_Body):
 
 
 class ApprovalList(BaseModel):
-    """The caller's tenant's pending approval requests, oldest first."""
+    """The caller's tenant's pending approval requests, oldest first (within a page)."""
 
     approvals: list[PendingApproval]
+    next_page_token: str | None = None
+    """Send it as ``page_token`` for the next page; absent on the last one."""
 
 
 class MemoryHits(BaseModel):
@@ -169,3 +171,5 @@ class RunList(BaseModel):
     """The caller's tenant's most recent agent runs, newest first."""
 
     runs: list[RunSummary]
+    next_page_token: str | None = None
+    """Send it as ``page_token`` for the next page; absent on the last one."""

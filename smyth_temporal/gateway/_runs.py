@@ -59,9 +59,18 @@ async def start_run(
 
 @router.get("/runs/{workflow_id}", summary="A run's state")
 async def run_state(workflow_id: RunId, caller: Reader, gateway: GatewayDep) -> AgentState:
-    """The agent's ``AgentState``: status, step, recent messages, usage, approvals."""
+    """The agent's ``AgentState``: status, step, recent messages, usage, approvals.
+
+    The agent's own ``data`` is shown only to keys that may operate the run
+    (operator, admin); viewers and approvers get it empty.
+    """
     await gateway.check_owner(caller, workflow_id)
-    return await gateway.agents.state(workflow_id, timeout=gateway.options.worker_timeout)
+    state = await gateway.agents.state(workflow_id, timeout=gateway.options.worker_timeout)
+    if not caller.may("operate"):
+        # What an agent keeps for itself (working notes, intermediate results) is not
+        # part of what a read-only key is for.
+        state = state.model_copy(update={"data": {}})
+    return state
 
 
 @router.get("/runs/{workflow_id}/result", summary="Wait for a run's result")

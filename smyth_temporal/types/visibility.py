@@ -17,6 +17,7 @@ __all__ = [
     "SCHEDULE_MEMO",
     "SEARCH_ATTRIBUTES",
     "STATUS_ATTRIBUTE",
+    "TENANT_ATTRIBUTE",
     "search_attribute_types",
 ]
 
@@ -26,6 +27,11 @@ STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythStatus")
 PENDING_APPROVALS_ATTRIBUTE = SearchAttributeKey.for_int("SmythPendingApprovals")
 """Search attribute with the number of pending approval requests, to find waiting
 agents across all runs (``SmythPendingApprovals > 0``)."""
+
+TENANT_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythTenant")
+"""Search attribute with the run's tenant, set by the client that starts it (never by
+workflow code), so listings of one tenant's runs are filtered by the server. Added in
+0.8.0: runs started before have none and are told apart by their input."""
 
 PENDING_APPROVALS_MEMO = "smyth_pending_approvals"
 """Memo key under which an agent publishes its pending ``ApprovalRequest``s (with its
@@ -37,6 +43,7 @@ SCHEDULE_MEMO = "smyth_schedule"
 SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     STATUS_ATTRIBUTE,
     PENDING_APPROVALS_ATTRIBUTE,
+    TENANT_ATTRIBUTE,
 )
 """The search attributes a cluster must have registered for approvals to be listed."""
 
