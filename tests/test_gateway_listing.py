@@ -10,7 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
+from structlog.testing import capture_logs
 from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.gateway import ROLES, GatewayOptions, KeyStore, create_app
@@ -140,3 +142,20 @@ async def test_the_agents_own_data_is_shown_only_to_roles_that_operate(
         assert seen[role]["output"] == "noted"  # the rest of the state is theirs to read
     for role in ("operator", "admin"):
         assert seen[role]["data"] == {"notes": NOTES}, role
+
+
+async def test_runs_start_where_the_namespace_has_no_tenant_attribute(
+    skipping: WorkflowEnvironment,
+) -> None:
+    # The time-skipping server cannot register search attributes, as a cluster set up
+    # before SmythTenant existed has none: runs start all the same, without it.
+    agents = AgentClient(skipping.client, task_queue=new_task_queue("smyth-unserved"))
+    with capture_logs() as logs:
+        first = await agents.start(Analyst, AgentInput(prompt="hi", tenant="acme"))
+        second = await agents.start(Analyst, AgentInput(prompt="hi", tenant="acme"))
+    for handle in (first, second):
+        described = await handle.describe()
+        assert described.typed_search_attributes.get(TENANT_ATTRIBUTE) is None
+        await handle.terminate()
+    missing = [e for e in logs if e["event"] == "visibility.tenant_attribute_missing"]
+    assert len(missing) == 1  # learnt once per client, not refused at every start

@@ -24,11 +24,12 @@ from typing import TypeVar
 
 import structlog
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.types.visibility import TENANT_ATTRIBUTE
 
@@ -56,27 +57,47 @@ _KNOWN = frozenset(int(status) for status in WorkflowExecutionStatus)
 # caller passes is filtered by the caller alone, never spliced into a query.
 _QUOTABLE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
-# Temporal clients of namespaces without ``SmythTenant``: learnt from the first refusal.
-_UNTAGGED: weakref.WeakSet[Client] = weakref.WeakSet()
+# Per Temporal client: whether its namespace has ``SmythTenant`` (absent: not known yet).
+_TAGGED: weakref.WeakKeyDictionary[Client, bool] = weakref.WeakKeyDictionary()
 
 
 def _undefined_attribute(exc: BaseException) -> bool:
     """Whether the server refused ``SmythTenant`` as an unknown search attribute."""
-    text = str(exc)
-    if isinstance(exc, RPCError):
-        text = exc.message
+    text = exc.message if isinstance(exc, RPCError) else str(exc)
     return TENANT_ATTRIBUTE.name in text and "not defined" in text
 
 
-def _note_untagged(client: Client, exc: BaseException) -> None:
-    if client not in _UNTAGGED:
-        _UNTAGGED.add(client)
+def _remember(client: Client, tagged: bool, why: str = "") -> None:
+    if client not in _TAGGED and not tagged:
         log.warning(
             "visibility.tenant_attribute_missing",
             attribute=TENANT_ATTRIBUTE.name,
             namespace=client.namespace,
-            error=str(exc),
+            error=why,
         )
+    _TAGGED[client] = tagged
+
+
+async def _tagged(client: Client) -> bool | None:
+    """Whether the namespace has ``SmythTenant``, asked once per client (``None``: unknown).
+
+    A server that cannot tell (an API key that may not list search attributes) is
+    found out from the first start or listing the attribute is refused in.
+    """
+    if client in _TAGGED:
+        return _TAGGED[client]
+    try:
+        response = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
+    except RPCError as exc:
+        # The time-skipping test server has no custom search attributes at all.
+        if exc.status == RPCStatusCode.UNIMPLEMENTED:
+            _remember(client, False, exc.message)
+        return _TAGGED.get(client)
+    tagged = TENANT_ATTRIBUTE.name in response.custom_attributes
+    _remember(client, tagged, "" if tagged else "not registered in the namespace")
+    return tagged
 
 
 async def start_tagged(
@@ -89,35 +110,35 @@ async def start_tagged(
 
     Added in 0.8.0.
     """
-    if client not in _UNTAGGED:
+    if await _tagged(client) is not False:
+        pair = SearchAttributePair(TENANT_ATTRIBUTE, tenant)
         try:
-            return await start(
-                TypedSearchAttributes([SearchAttributePair(TENANT_ATTRIBUTE, tenant)])
-            )
+            return await start(TypedSearchAttributes([pair]))
         except Exception as exc:
             if not _undefined_attribute(exc):
                 raise
-            _note_untagged(client, exc)
+            _remember(client, False, str(exc))
     return await start(TypedSearchAttributes.empty)
 
 
-def tenant_clause(client: Client, tenant: str) -> str | None:
+def tenant_clause(tenant: str) -> str | None:
     """A visibility condition for ``tenant``'s runs and runs without a tenant attribute.
 
     Runs started before 0.8.0 (or by other means) have no ``SmythTenant``: they are
-    kept, and the caller tells their tenant from their input. ``None`` when the
-    namespace lacks the attribute or ``tenant`` cannot be quoted safely: then the
-    caller filters every run itself.
+    kept, and the caller tells their tenant from their input. ``None`` when ``tenant``
+    cannot be quoted safely: then the caller filters every run itself.
     """
-    if client in _UNTAGGED or not _QUOTABLE.fullmatch(tenant):
+    if not _QUOTABLE.fullmatch(tenant):
         return None
     name = TENANT_ATTRIBUTE.name
     return f"({name} = '{tenant}' OR {name} IS NULL)"
 
 
-def tenant_query(client: Client, query: str, tenant: str | None) -> str:
+async def tenant_query(client: Client, query: str, tenant: str | None) -> str:
     """``query`` narrowed to ``tenant``'s runs where the server can (see ``tenant_clause``)."""
-    clause = tenant_clause(client, tenant) if tenant is not None else None
+    if tenant is None or await _tagged(client) is False:
+        return query
+    clause = tenant_clause(tenant)
     if clause is None:
         return query
     return f"{query} AND {clause}" if query else clause
@@ -137,7 +158,7 @@ async def execution_page(
     Added in 0.8.0.
     """
     while True:
-        narrowed = tenant_query(client, query, tenant)
+        narrowed = await tenant_query(client, query, tenant)
         try:
             response = await client.workflow_service.list_workflow_executions(
                 ListWorkflowExecutionsRequest(
@@ -153,7 +174,7 @@ async def execution_page(
         except RPCError as exc:
             if narrowed == query or not _undefined_attribute(exc):
                 raise
-            _note_untagged(client, exc)  # and ask again without the clause
+            _remember(client, False, exc.message)  # and ask again without the clause
             continue
         page = [_execution(client, info) for info in response.executions]
         return page, response.next_page_token
