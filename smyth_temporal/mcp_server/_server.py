@@ -74,7 +74,7 @@ def agents_mcp_server(
             (``Authorization: Bearer``); ``None``: every call acts as ``agents``.
 
     Added in 0.3.0. Changed in 0.8.0: ``keys``; deciding is annotated destructive and
-    not idempotent, and is recorded as the caller's key name.
+    not idempotent.
     """
     server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS)
     known = list(dict.fromkeys(served))
@@ -200,20 +200,14 @@ def agents_mcp_server(
             workflow_id: The run's workflow id.
             approve: True to let the call run, false to refuse it (the model is told).
             request_id: The request (needed only when the run has several pending).
-            by: Who decides (kept in the audit trail). With an API key, the key's
-                name is recorded: leave it out (another name is refused).
+            by: Who decides (kept in the audit trail); with an API key, the key's
+                name is recorded whatever this says.
             comment: Why (the model sees it on a rejection).
             arguments_sha256: The hash of the arguments you saw (from list_approvals):
                 the decision is refused if they are not what the call would run with.
         """
         client = caller(ctx)
-        principal = client.identity.principal
-        if principal is not None and by not in (None, principal.name):
-            raise ToolError(
-                f"decisions are recorded as the API key's name ({principal.name!r}), "
-                f"not {by!r}: leave 'by' out"
-            )
-        by = by or "mcp"
+        by = by or "mcp"  # with a key, the client records the key's name instead
         with _refusals():
             if approve:
                 outcome = await client.approve(
