@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.history_bytes --steps 50 100 200 300 --json $(BENCH_RESULTS)/history_bytes.json
 	$(BIN)/python -m bench.parked_agents --json $(BENCH_RESULTS)/parked_agents.json
 	$(BIN)/python -m bench.rate_limits --json $(BENCH_RESULTS)/rate_limits.json
+	$(BIN)/python -m bench.chaos --kills 100 --json $(BENCH_RESULTS)/chaos.json
 	$(BIN)/python -m bench.gateway --json $(BENCH_RESULTS)/gateway.json
 	$(BIN)/python -m bench.streaming --only-first-token --json $(BENCH_RESULTS)/streaming.json
 	$(BIN)/python -m bench.mcp_overhead --json $(BENCH_RESULTS)/mcp_overhead.json

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -35,6 +37,8 @@ from tests.agents import LEDGER_ENV
 from tests.mcp_agents import Scribe
 from tests.mcp_servers import ledger_server
 from tests.worker_process import READY, _wait_until_polling
+
+T = TypeVar("T")
 
 WORKFLOWS = (ChaosTrader, ChaosLong, ChaosDesk, ChaosStreamer, Scribe)
 
@@ -121,14 +125,24 @@ class PlanningModel:
             model.requests.clear()
 
 
+def _die_with_parent() -> None:
+    """Have the kernel SIGKILL this worker when the bench dies, however it dies (Linux)."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the bench died before prctl
+            os._exit(1)
+
+
 async def serve(args: argparse.Namespace) -> None:
     """Run the worker until SIGTERM/SIGINT (or SIGKILL, which is the point)."""
+    _die_with_parent()
     os.environ[LEDGER_ENV] = args.ledger
     configure_logging("WARNING")
     plugin = SmythPlugin(
         model=PlanningModel(), mcp_servers={"ledger": ledger_server(Path(args.ledger))}
     )
-    client = await Client.connect(args.address, plugins=[plugin])
+    client = await _retrying(lambda: Client.connect(args.address, plugins=[plugin]))
     identity = f"chaos-worker-{os.getpid()}"
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -142,7 +156,8 @@ async def serve(args: argparse.Namespace) -> None:
         graceful_shutdown_timeout=timedelta(seconds=1),
     )
     running = asyncio.create_task(worker.run())
-    await asyncio.wait_for(_wait_until_polling(client, args.task_queue, identity), 60)
+    # The server may be killed while this worker starts: keep asking until it answers.
+    await _retrying(lambda: _wait_until_polling(client, args.task_queue, identity))
     print(READY, flush=True)
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -152,6 +167,18 @@ async def serve(args: argparse.Namespace) -> None:
         print(f"worker ended: {running.exception()!r}", file=sys.stderr, flush=True)
         os._exit(3)
     await worker.shutdown()
+
+
+async def _retrying(call: Callable[[], Awaitable[T]], seconds: float = 90.0) -> T:
+    """``call()`` until it succeeds (or ``seconds`` pass: then its error)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        try:
+            return await call()
+        except Exception:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.3)
 
 
 def main() -> None:
