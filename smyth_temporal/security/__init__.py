@@ -1,7 +1,8 @@
 """The security manager's worker-side parts: payload encryption keys and the codec.
 
 - ``EncryptionCodec``: AES-256-GCM over every payload (a temporalio ``PayloadCodec``),
-  with key ids for rotation and authenticated metadata.
+  with key ids for rotation and authenticated metadata; unsealed payloads coming in are
+  refused unless ``SMYTH_ACCEPT_PLAINTEXT`` (``ACCEPT_PLAINTEXT_ENV``) is on.
 - ``KeyRing`` / ``EncryptionKey``: the keys, from ``SMYTH_ENCRYPTION_KEYS``
   (``id:base64-of-32-bytes``, comma-separated, current first) or
   ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         KeyRing,
         new_key,
     )
+    from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV
     from smyth_temporal.security._secrets import (
         ALLOWED_SECRETS_ENV,
         SECRETS_FILE_ENV,
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
+    "ACCEPT_PLAINTEXT_ENV": "_plaintext",
     "ENCODING": "_encryption",
     "ENCRYPTION_COMPRESS_ENV": "_encryption",
     "EncryptionCodec": "_encryption",
@@ -82,6 +85,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ACCEPT_PLAINTEXT_ENV",
     "ALLOWED_SECRETS_ENV",
     "ENCODING",
     "ENCRYPTION_COMPRESS_ENV",
