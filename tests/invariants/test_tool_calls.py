@@ -36,10 +36,12 @@ from tests.agents import read_ledger
 from tests.tool_call_agents import HoppingAnalyst
 from tests.trader import Trader
 
-CALL_IDS = st.sampled_from(
-    ["a", "a", "a~2", "a~3", "", "call_1_0", "call_1_1", "x/y", "/", "%2F", "z" * 3_000]
+CALL_IDS = st.one_of(
+    st.sampled_from(["a", "a~2"]),  # weighted: repeats and suffixes collide most
+    st.sampled_from(["a~3", "", "call_1_0", "call_1_1", "x/y", "/", "%2F", "z" * 3_000]),
 )
-"""Model ids that collide with each other, with suffixes and with the workflow's own."""
+"""Model ids that collide with each other, with suffixes and with the workflow's own
+(in 0.7, ``a, a~2, a`` became ``a, a~2, a~2``: Hypothesis finds that in the ci profile)."""
 
 JUNK = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -256,4 +258,5 @@ async def test_i2_every_call_has_one_key_of_its_own_across_retries_replays_and_r
     escaped = workflow_id.replace("/", "%2F")
     by_run = Counter(key.split("/")[1] for key in attempts)
     assert all(key.startswith(f"{escaped}/") for key in attempts)
-    assert by_run == {run: logical for run in runs}
+    assert set(by_run) <= set(runs)
+    assert [by_run[run] for run in runs] == [logical, logical]
