@@ -11,8 +11,10 @@ approvals`` filters by workflow id or by a tenant of its own.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -187,7 +189,7 @@ def test_approvals_lists_the_request_and_approve_resumes_the_run(trader: TraderW
 
 async def test_reject_reason_reaches_the_model(trader: TraderWorker, agents: AgentClient) -> None:
     workflow_id = await asyncio.to_thread(trader.start, "sell ACME:10")
-    await pending_requests(agents, workflow_id, 1)
+    [request] = await pending_requests(agents, workflow_id, 1)
 
     # --by defaults to user@host (getpass reads LOGNAME first, then USER).
     reject = await asyncio.to_thread(
@@ -196,6 +198,8 @@ async def test_reject_reason_reaches_the_model(trader: TraderWorker, agents: Age
         workflow_id,
         "--reason",
         "market is closed",
+        "--sha256",
+        request.arguments_sha256,
         env={"LOGNAME": "bob", "USER": "bob"},
     )
     assert reject.code == 0, reject.err
@@ -261,8 +265,10 @@ async def test_invalid_decisions_are_one_line_errors(
     again = await asyncio.to_thread(approve, workflow_id, "--request", sell_acme.id)
     assert_one_error_line(again, f"request {sell_acme.id} is already approved (by eve)")
 
-    # Now only one is pending: no --request needed.
-    reject = await asyncio.to_thread(trader.smyth, "reject", workflow_id, "--by", "eve")
+    # Now only one is pending: no --request needed, the hash of what was shown is.
+    reject = await asyncio.to_thread(
+        trader.smyth, "reject", workflow_id, "--by", "eve", "--sha256", sell_globex.arguments_sha256
+    )
     assert reject.out == f"rejected {sell_globex.id} (sell) on {workflow_id} by eve\n", reject.err
     result = await asyncio.to_thread(trader.smyth, "result", workflow_id)
     assert result.out.startswith("sold 1 ACME | Error: the call to 'sell' was not run"), result
@@ -274,7 +280,15 @@ async def test_edited_arguments(trader: TraderWorker, agents: AgentClient) -> No
     [request] = await pending_requests(agents, workflow_id, 1)
     edited = '{"symbol": "ACME", "quantity": 50}'
     approve = await asyncio.to_thread(
-        trader.smyth, "approve", workflow_id, "--by", "carol", "--arguments", edited
+        trader.smyth,
+        "approve",
+        workflow_id,
+        "--by",
+        "carol",
+        "--arguments",
+        edited,
+        "--sha256",
+        request.arguments_sha256,  # what was shown, before the edit
     )
     assert approve.out == (
         f"approved {request.id} (sell) on {workflow_id} by carol with edited arguments "
@@ -286,7 +300,7 @@ async def test_edited_arguments(trader: TraderWorker, agents: AgentClient) -> No
 
 async def test_no_wait_sends_a_signal(trader: TraderWorker, agents: AgentClient) -> None:
     workflow_id = await asyncio.to_thread(trader.start, "sell ACME:10")
-    await pending_requests(agents, workflow_id, 1)
+    [request] = await pending_requests(agents, workflow_id, 1)
 
     # A signal is not answered: a bad one is sent all the same, and ignored by the agent.
     bogus = await asyncio.to_thread(
@@ -297,11 +311,18 @@ async def test_no_wait_sends_a_signal(trader: TraderWorker, agents: AgentClient)
         f"sent approval for nope on {workflow_id} by mallory (signal; not validated)\n",
     ), bogus.err
     sent = await asyncio.to_thread(
-        trader.smyth, "approve", workflow_id, "--by", "frank", "--no-wait"
+        trader.smyth,
+        "approve",
+        workflow_id,
+        "--by",
+        "frank",
+        "--no-wait",
+        "--sha256",
+        request.arguments_sha256,
     )
+    # The request shown is the one the signal names.
     assert sent.out == (
-        f"sent approval for the only pending request on {workflow_id} by frank "
-        "(signal; not validated)\n"
+        f"sent approval for {request.id} on {workflow_id} by frank (signal; not validated)\n"
     ), sent.err
 
     result = await asyncio.to_thread(trader.smyth, "result", workflow_id)
@@ -309,6 +330,73 @@ async def test_no_wait_sends_a_signal(trader: TraderWorker, agents: AgentClient)
     [audit] = (await agents.state(workflow_id)).approvals
     assert audit.decision is not None
     assert (audit.status, audit.decision.by) == ("approved", "frank")
+
+
+async def test_without_a_request_id_the_request_is_shown_and_decided_only_by_its_hash(
+    trader: TraderWorker, agents: AgentClient
+) -> None:
+    workflow_id = await asyncio.to_thread(trader.start, "sell ACME:10")
+    [request] = await pending_requests(agents, workflow_id, 1)
+    handle = agents.client.get_workflow_handle(workflow_id)
+    before = len((await handle.fetch_history()).events)
+    shown = f'pending request {request.id} on {workflow_id}: sell {{"symbol":"ACME","quantity":10}}'
+
+    # Not at a terminal and no hash: the request is shown, nothing is decided.
+    for verb in ("approve", "reject"):
+        blind = await asyncio.to_thread(trader.smyth, verb, workflow_id, "--by", "eve")
+        assert (blind.code, blind.out) == (2, ""), blind.err
+        assert shown in blind.err and request.arguments_sha256 in blind.err
+        assert f"to {verb} without --request, pass --sha256" in blind.err.splitlines()[-1]
+    # A hash of other arguments than the pending request's: refused by the agent.
+    stale = await asyncio.to_thread(
+        trader.smyth, "approve", workflow_id, "--by", "eve", "--sha256", "0" * 64
+    )
+    assert stale.code == 1 and "arguments_sha256 does not match" in stale.err, stale
+    assert len((await handle.fetch_history()).events) == before  # not a trace
+    assert trader.executed(workflow_id) == []
+
+    pinned = await asyncio.to_thread(
+        trader.smyth, "approve", workflow_id, "--by", "eve", "--sha256", request.arguments_sha256
+    )
+    assert pinned.out == f"approved {request.id} (sell) on {workflow_id} by eve\n", pinned.err
+    assert shown in pinned.err
+
+
+class _Terminal(io.StringIO):
+    """Standard input as a person at a terminal, answering what is given."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_at_a_terminal_the_shown_request_is_decided_only_when_confirmed(
+    trader: TraderWorker,
+    agents: AgentClient,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workflow_id = await asyncio.to_thread(trader.start, "sell ACME:10")
+    [request] = await pending_requests(agents, workflow_id, 1)
+    command = ["approve", workflow_id, "--by", "eve", "--address", trader.address]
+
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))
+    assert await asyncio.to_thread(cli.main, command) == 1
+    declined = capsys.readouterr()
+    assert declined.out == ""
+    assert f"pending request {request.id} on {workflow_id}: sell" in declined.err
+    assert f"nothing decided: {request.id} is still pending" in declined.err
+    assert (await pending_requests(agents, workflow_id, 1)) == [request]
+
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    assert await asyncio.to_thread(cli.main, command) == 0
+    assert capsys.readouterr().out == f"approved {request.id} (sell) on {workflow_id} by eve\n"
+    [decided] = (await agents.state(workflow_id)).approvals
+    assert decided.decision is not None
+    # Pinned to what was shown: the request by id, its arguments by hash.
+    assert (decided.decision.request_id, decided.decision.arguments_sha256) == (
+        request.id,
+        request.arguments_sha256,
+    )
 
 
 # -- in-process: usage errors, no worker ------------------------------------------------
@@ -355,7 +443,8 @@ async def test_decision_without_a_worker_times_out(
     try:
         started = time.monotonic()
         code = await asyncio.to_thread(
-            cli.main, ["approve", handle.id, "--by", "x", "--address", address]
+            cli.main,
+            ["approve", handle.id, "--request", "apr-1-x", "--by", "x", "--address", address],
         )
         elapsed = time.monotonic() - started
     finally:
