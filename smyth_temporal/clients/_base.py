@@ -219,6 +219,7 @@ async def watch_pickup(
     *,
     timeout: float,
     final_if_unregistered: bool = True,
+    first_failure: bool = False,
     on_failure: Callable[[str], None] | None = None,
 ) -> Pickup:
     """Watch a new run's history until a worker has handled its first workflow task.
@@ -231,6 +232,7 @@ async def watch_pickup(
         timeout: Seconds to watch; the pickup is not ``taken`` when they pass.
         final_if_unregistered: Stop at the first "not registered" failure (when no
             other worker could take the retried task).
+        first_failure: Stop at the first failed task, whatever its message.
         on_failure: Called with the message of each failed workflow task.
 
     Returns:
@@ -253,7 +255,7 @@ async def watch_pickup(
                 pickup.failures.append(one_line(message, _FAILURE_WIDTH))
                 if on_failure is not None:
                     on_failure(pickup.failures[-1])
-                if final_if_unregistered and is_unregistered(message):
+                if first_failure or (final_if_unregistered and is_unregistered(message)):
                     return pickup
             pickup.taken = True  # the history ended: the run is closed
     return pickup

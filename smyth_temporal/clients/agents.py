@@ -65,6 +65,7 @@ PROGRESS_INTERVAL = 0.5
 """Seconds between two ``state`` queries while ``result`` reports progress."""
 
 _PROGRESS_QUERY_TIMEOUT = 5.0
+_PROBE_LIFETIME = timedelta(minutes=1)
 _WORKER_POLL_INTERVAL = 0.05
 
 Note = Callable[[str], None]
@@ -271,6 +272,44 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         if not pickup.taken and note is not None:
             note(f"note: no worker has taken {workflow_id} yet; it starts when one does")
         return pickup.taken
+
+    async def check_served(
+        self, agent: AgentRef, *, task_queue: str | None = None, timeout: float = PICKUP_TIMEOUT
+    ) -> bool | None:
+        """Whether a worker on the queue has ``agent``, asked without running it.
+
+        The mechanism of ``confirm_pickup``, on a probe: a run of the agent's type
+        (``smyth-probe-<agent>-<random>``) started *without input*, so no agent code
+        gets as far as a model call. A worker that lacks the type fails its first task
+        as "not registered"; one that has it fails it for the missing input (a warning
+        in that worker's log names the probe). The probe is terminated either way.
+
+        Args:
+            agent: The agent class or its workflow type name.
+            task_queue: The queue (default: the client's).
+            timeout: Seconds to wait for a worker to take the probe.
+
+        Returns:
+            ``True``: a worker has the agent; ``False``: the worker that took the probe
+            has not; ``None``: no worker took it within ``timeout``.
+
+        Added in 0.8.0.
+        """
+        self.identity.permit("operate")
+        name = agent_name(agent)
+        handle = await self.client.start_workflow(
+            name,
+            id=f"smyth-probe-{name}-{uuid.uuid4().hex[:12]}",
+            task_queue=task_queue or self.task_queue,
+            execution_timeout=_PROBE_LIFETIME,  # gone even if the terminate is lost
+        )
+        try:
+            pickup = await watch_pickup(handle, timeout=timeout, first_failure=True)
+        finally:
+            await terminate_quietly(handle, "probe: does a worker serve this agent?")
+        if pickup.unregistered:
+            return False
+        return True if pickup.taken or pickup.failures else None
 
     async def state(self, workflow_id: str, *, timeout: float | None = None) -> AgentState:
         """The agent's ``AgentState`` (works on finished runs too).

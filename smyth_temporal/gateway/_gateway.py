@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, TypeVar
@@ -26,11 +27,22 @@ from smyth_temporal.gateway._throttle import AuthLimiter
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.security._keys import KeyStore
 
-__all__ = ["Gateway", "GatewayDep", "GatewayOptions", "gateway_of", "while_connected"]
+__all__ = [
+    "REFUSED_FOR",
+    "Gateway",
+    "GatewayDep",
+    "GatewayOptions",
+    "gateway_of",
+    "while_connected",
+]
 
 log = structlog.get_logger("smyth_temporal.gateway")
 
 T = TypeVar("T")
+
+REFUSED_FOR = 30.0
+"""Seconds an agent that no worker served is refused without asking again (a worker
+with it may be deployed meanwhile: then the next request after this finds it)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,9 @@ class GatewayOptions:
     so a message refused at once still gets an HTTP error status."""
     worker_timeout: float = 30.0
     """Seconds to wait for a worker to answer a state query or take a decision."""
+    pickup_timeout: float = 5.0
+    """Seconds a new run waits for a worker to take it before the start is answered
+    (a worker that lacks the agent is found then; no worker at all only delays it)."""
     auth_burst: int = 10
     """Failed authentications a client address may make in a row."""
     auth_refill_per_second: float = 0.2
@@ -81,6 +96,9 @@ class Gateway:
     streams: StreamSlots = field(init=False)
     _names: tuple[str, ...] = field(init=False)
     tenancy: TenantResolver = field(init=False)
+    _served: dict[str, bool] = field(init=False, default_factory=dict)
+    _refused_at: dict[str, float] = field(init=False, default_factory=dict)
+    _probes: dict[str, asyncio.Future[bool | None]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._names = tuple(dict.fromkeys(agent_name(a) for a in self.served))
@@ -102,7 +120,63 @@ class Gateway:
         if name not in self._names:
             served = ", ".join(self._names) or "none"
             raise UnknownAgentError(f"unknown agent {name!r}; this gateway serves: {served}")
+        refused = self._refused_at.get(name)
+        if refused is not None and time.monotonic() - refused < REFUSED_FOR:
+            raise UnknownAgentError(
+                f"no worker serves agent {name!r} on task queue {self.agents.task_queue!r}; "
+                f"{self._known(name)}"
+            )
         return name
+
+    async def check_served(self, name: str) -> bool | None:
+        """Whether a worker serves agent ``name``, probed once (see ``AgentClient.check_served``).
+
+        Concurrent callers share one probe; an answer is kept (a refusal for
+        ``REFUSED_FOR`` seconds), ``None`` (no worker took the probe) is not.
+        """
+        if name in self._served:
+            return True
+        probe = self._probes.get(name)
+        if probe is None:
+            probe = asyncio.ensure_future(
+                self.agents.check_served(name, timeout=self.options.pickup_timeout)
+            )
+            self._probes[name] = probe
+            probe.add_done_callback(lambda _: self._probes.pop(name, None))
+        served = await asyncio.shield(probe)
+        if served is not None:
+            self._remember(name, served)
+        return served
+
+    async def confirm_started(self, workflow_id: str, name: str) -> None:
+        """Make sure a worker took the run just started; terminate it if none has the agent.
+
+        Raises:
+            UnknownAgentError: No worker on the queue has the agent (the run is
+                terminated; the agent is refused for ``REFUSED_FOR`` seconds).
+        """
+        try:
+            taken = await self.agents.confirm_pickup(
+                workflow_id, name, timeout=self.options.pickup_timeout
+            )
+        except UnknownAgentError as exc:
+            self._remember(name, False)
+            raise UnknownAgentError(f"{exc}; {self._known(name)}") from exc
+        if taken:
+            self._remember(name, True)
+
+    def _remember(self, name: str, served: bool) -> None:
+        if served:
+            self._served[name] = True
+            self._refused_at.pop(name, None)
+        else:
+            self._served.pop(name, None)
+            self._refused_at[name] = time.monotonic()
+            log.warning("gateway.agent_unserved", agent=name, task_queue=self.agents.task_queue)
+
+    def _known(self, name: str) -> str:
+        others = [n for n in self._names if n != name and n not in self._refused_at]
+        return "the agents served here: " + (", ".join(others) or "none")
 
     async def check_owner(self, principal: Principal, workflow_id: str) -> None:
         """Make sure the run ``workflow_id`` is an agent run of the caller's tenant.

@@ -40,8 +40,17 @@ RunId = Annotated[str, Path(description="the run's workflow id")]
 async def start_run(
     agent: str, body: StartRequest, caller: Operator, gateway: GatewayDep, response: Response
 ) -> RunCreated:
-    """Start a run of ``agent`` for the caller's tenant; ``Location`` names the run."""
+    """Start a run of ``agent`` for the caller's tenant; ``Location`` names the run.
+
+    An agent no worker on the gateway's task queue has is refused with 404 (naming
+    the agents served), and no run of it is left waiting: a probe that runs no agent
+    code asks the workers first, and a run started anyway is terminated if the
+    worker that takes it lacks the agent.
+    """
     name = gateway.agent(agent)
+    served = await gateway.check_served(name)
+    if served is False:
+        gateway.agent(name)  # refused now: the same 404 as the next request gets
     handle = await gateway.agents.start(
         name,
         AgentInput(
@@ -51,6 +60,8 @@ async def start_run(
             metadata=body.metadata,
         ),
     )
+    if served:  # else no worker polls yet: the run waits for one, as any run does
+        await gateway.confirm_started(handle.id, name)
     response.headers["Location"] = f"/v1/runs/{handle.id}"
     return RunCreated(
         workflow_id=handle.id, run_id=handle.result_run_id, agent=name, tenant=caller.tenant

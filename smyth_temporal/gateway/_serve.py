@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Callable, Sequence
 
@@ -9,12 +10,19 @@ import structlog
 import uvicorn
 
 from smyth_temporal.clients import AgentClient, AgentRef
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.gateway._app import create_app
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
 from smyth_temporal.security._keys import KeyStore
 
-__all__ = ["DEV_HOST", "GRACEFUL_SHUTDOWN", "AnnouncingServer", "require_keys", "serve"]
+__all__ = [
+    "DEV_HOST",
+    "GRACEFUL_SHUTDOWN",
+    "AnnouncingServer",
+    "check_agents",
+    "require_keys",
+    "serve",
+]
 
 log = structlog.get_logger("smyth_temporal.gateway")
 
@@ -70,8 +78,10 @@ async def serve(
     Raises:
         ConfigurationError: No active API key (and not ``insecure_dev``), or the port
             cannot be bound.
+        UnknownAgentError: A worker on the task queue lacks a served agent (see
+            ``check_agents``).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.8.0: agents no worker has are refused at start-up.
     """
     keys = keys if keys is not None else KeyStore()
     if insecure_dev:
@@ -87,6 +97,7 @@ async def serve(
         require_keys(keys)
     app = create_app(agents, served, keys=keys, insecure_dev=insecure_dev, options=options)
     gateway: Gateway = app.state.gateway
+    await check_agents(gateway, note)
     # uvicorn's own log configuration would replace the process's (structlog on stderr);
     # its access log is left off: the gateway logs what matters (failed keys, errors).
     config = uvicorn.Config(
@@ -111,6 +122,33 @@ async def serve(
         await AnnouncingServer(config, ready).serve()
     except SystemExit as exc:  # how uvicorn gives up when it cannot bind the port
         raise ConfigurationError(f"cannot serve on {host}:{port} (see the log above)") from exc
+
+
+async def check_agents(gateway: Gateway, note: Callable[[str], None] | None = None) -> None:
+    """Refuse to serve agents no worker on the task queue has (``Gateway.check_served``).
+
+    Raises:
+        UnknownAgentError: A worker took the probe of an agent and lacks it.
+
+    Added in 0.8.0.
+    """
+    names = gateway.agent_names
+    answers = await asyncio.gather(*(gateway.check_served(name) for name in names))
+    queue = gateway.agents.task_queue
+    missing = [name for name, served in zip(names, answers, strict=True) if served is False]
+    if missing:
+        found = [name for name, served in zip(names, answers, strict=True) if served]
+        raise UnknownAgentError(
+            f"no worker on task queue {queue!r} serves {', '.join(missing)} (they do: "
+            f"{', '.join(found) or 'none'}); start one with `smyth worker module:Class`, "
+            "or serve only the agents your workers have"
+        )
+    waiting = [name for name, served in zip(names, answers, strict=True) if served is None]
+    if waiting and note is not None:
+        note(
+            f"note: no worker on task queue {queue!r} took a probe of {', '.join(waiting)}; "
+            "their runs wait until one does"
+        )
 
 
 class AnnouncingServer(uvicorn.Server):

@@ -1,0 +1,87 @@
+"""Agents no worker has: refused at start-up and per request, and no run left waiting."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, UnknownAgentError
+from smyth_temporal.cli import main as cli
+from smyth_temporal.clients._visibility import executions
+from smyth_temporal.gateway import KeyStore, create_app, serve
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply
+from tests.agents import Analyst
+from tests.cli_support import free_port
+from tests.gateway_support import bearer
+
+
+async def runs_of(client: Client, agent: str, task_queue: str) -> list[str]:
+    query = f"WorkflowType = '{agent}' AND TaskQueue = '{task_queue}'"
+    return [e.id async for e in executions(client, query)]
+
+
+async def test_an_agent_no_worker_has_is_a_404_and_no_run_of_it_is_left(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    store = KeyStore(tmp_path / "keys.json")
+    headers = bearer(store.create(tenant="acme", role="operator", name="ops")[1])
+    agents = AgentClient(client, task_queue=task_queue)
+    app = create_app(agents, [Analyst, "Nope"], keys=store)
+    model = ScriptedModel([reply("fine")])
+    async with (
+        agent_worker(client, Analyst, model=model, task_queue=task_queue),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://g") as http,
+    ):
+        first = await http.post("/v1/agents/Nope/runs", json={"prompt": "hi"}, headers=headers)
+        again = await http.post("/v1/agents/Nope/runs", json={"prompt": "hi"}, headers=headers)
+        served = await http.post("/v1/agents/Analyst/runs", json={"prompt": "hi"}, headers=headers)
+        assert served.status_code == 201, served.text
+        await agents.result(served.json()["workflow_id"])
+        nope = await runs_of(client, "Nope", task_queue)
+
+    for refused in (first, again):
+        assert refused.status_code == 404, refused.text
+        problem = refused.json()
+        assert problem["type"] == "urn:smyth:error:UnknownAgentError"
+        assert problem["detail"].startswith(
+            f"no worker serves agent 'Nope' on task queue '{task_queue}'"
+        )
+        assert problem["detail"].endswith("the agents served here: Analyst")
+    # Only the probe that asked the worker, which runs no agent code, was ever started.
+    assert len(nope) == 1 and nope[0].startswith("smyth-probe-Nope-"), nope
+    status = (await client.get_workflow_handle(nope[0]).describe()).status
+    assert status is not None and status.name == "TERMINATED"
+
+
+async def test_serve_refuses_at_start_up_an_agent_no_worker_has(
+    client: Client, task_queue: str
+) -> None:
+    agents = AgentClient(client, task_queue=task_queue)
+    async with agent_worker(client, Analyst, model=ScriptedModel([]), task_queue=task_queue):
+        with pytest.raises(UnknownAgentError) as refused:
+            await serve(agents, [Analyst, "Nope"], insecure_dev=True, port=free_port())
+    assert str(refused.value).startswith(
+        f"no worker on task queue {task_queue!r} serves Nope (they do: Analyst)"
+    )
+
+
+@pytest.mark.usefixtures("reset_structlog")
+async def test_smyth_serve_of_an_unknown_agent_exits_with_one_error_line(
+    client: Client, address: str, task_queue: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = ["serve", "Nope", "--insecure-dev", "--port", str(free_port())]
+    command += ["--address", address, "--task-queue", task_queue]
+    async with agent_worker(client, Analyst, model=ScriptedModel([]), task_queue=task_queue):
+        code = await asyncio.to_thread(cli.main, command)
+    assert code == 1
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(
+            f"smyth: error: no worker on task queue {task_queue!r} serves Nope (they do: none)"
+        )
+    )
