@@ -18,13 +18,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
 
 from smyth_temporal import (
     AgentClient,
     AgentConfig,
     AgentInput,
     ConfigurationError,
+    SmythPlugin,
 )
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
@@ -191,6 +193,23 @@ async def test_an_approvers_edit_runs_as_edited() -> None:
 
     assert result.content == "sold" and ran == [edit]
     assert request.executed_arguments_sha256 == arguments_sha256(edit)
+
+
+# -- runs started before -------------------------------------------------------------------
+
+LEGACY_IDS = Path(__file__).parent / "histories" / "legacy_ids" / "trader_model_ids_0_7.json"
+"""A Trader run recorded with 0.7.0: one turn of two sells the model both called ``a``,
+approved by update as ``apr-1-a`` and ``apr-1-a~2`` (the ids of that scheme). It cannot
+be recorded again: today's code names those calls ``call_1_0`` and ``call_1_1``."""
+
+
+async def test_runs_started_before_0_8_keep_the_models_call_ids_on_replay() -> None:
+    # Without the patch, the replayed run names its calls call_1_*, the recorded
+    # decisions find no request, and the sells the history scheduled never come.
+    history = WorkflowHistory.from_json("history-trader_model_ids_0_7", LEGACY_IDS.read_text())
+    replayer = Replayer(workflows=[Trader], plugins=[SmythPlugin()])
+    result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None
 
 
 # -- on a server -------------------------------------------------------------------------
