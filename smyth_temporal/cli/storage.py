@@ -123,6 +123,7 @@ def gc(
             parser=_span,
             metavar="DURATION",
             help="how old the previous run's mark must be before what it marked is removed",
+            show_default="1h",
         ),
     ] = DEFAULT_GRACE,
     dry_run: Annotated[
@@ -130,7 +131,7 @@ def gc(
     ] = False,
     force: Annotated[
         bool,
-        typer.Option("--force", help=f"allow --older-than or --grace under {MIN_AGE}"),
+        typer.Option("--force", help="allow --older-than or --grace under 1h"),
     ] = False,
 ) -> None:
     """Collect the store's garbage."""
