@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.security import EncryptionCodec, EncryptionKey, KeyRing, new_key
     from smyth_temporal.security._plaintext import REFUSED_ENCODING, SealedPayloadConverter
     from smyth_temporal.storage import ContentAddressedFileDriver
+    from smyth_temporal.storage._namespaces import NAMESPACES_DIR
     from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
     from tests.test_approvals import wait_for_pending
 
@@ -301,7 +302,9 @@ def sealed_client(env: WorkflowEnvironment, keys: str, monkeypatch: pytest.Monke
 
 
 def store_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file())
+    """The store's payload files (not its record of namespaces: empty files, named so)."""
+    records = root / NAMESPACES_DIR
+    return sorted(p for p in root.rglob("*") if p.is_file() and records not in p.parents)
 
 
 async def test_a_run_is_ciphertext_in_history_and_store(
