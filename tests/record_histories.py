@@ -44,7 +44,7 @@ from smyth_temporal.testing import (
     start_dev_environment,
     tool_call,
 )
-from smyth_temporal.types import AgentEvent, TurnStarted
+from smyth_temporal.types import AgentEvent, Message, ToolCall, TurnStarted
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.budget_agents import PRICES_TOML, AskingSpender
@@ -179,6 +179,10 @@ APPROVAL_SCENARIO = "trader_approved"
 """Trader parks for a person's decision, then sells: its status and pending request
 published to visibility as it parks, when it is decided, and when it ends (0.7.0)."""
 
+CALL_IDS_SCENARIO = "trader_model_ids"
+"""Trader gets three sells the model called ``a``, ``a`` and ``a~2``: the workflow names
+them ``call_1_0..2`` (patch ``smyth-call-ids``), each approved by its own request (0.8.0)."""
+
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
@@ -187,6 +191,7 @@ SCENARIOS = (
     MCP_SCENARIO,
     BUDGET_SCENARIO,
     APPROVAL_SCENARIO,
+    CALL_IDS_SCENARIO,
 )
 
 
@@ -373,6 +378,28 @@ async def record_approval(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_model_ids(client: Client, scenario: str) -> str:
+    """``Trader``: three gated sells under colliding model ids, each approved by its id."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    sells = [
+        ToolCall(id=i, name="sell", arguments=f'{{"symbol": "ACME", "quantity": {n}}}')
+        for n, i in enumerate(["a", "a", "a~2"], start=1)
+    ]
+    turn = ModelResponse(message=Message(role="assistant", tool_calls=sells))
+    model = ScriptedModel([turn, tool_results])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        handle = await agents.start(Trader, AgentInput(prompt="Sell"), id=workflow_id(scenario))
+        while len(pending := (await agents.state(handle.id)).pending_approvals) < 3:
+            await asyncio.sleep(0.05)
+        for request in pending:
+            await agents.approve(handle.id, request.id, by="ops")
+        result = await agents.result(handle.id)
+    if result.status != "completed":
+        raise RuntimeError(f"unexpected outcome: {result.status}")
+    return (await handle.fetch_history()).to_json()
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
@@ -385,6 +412,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     MCP_SCENARIO: record_mcp,
     BUDGET_SCENARIO: record_budget,
     APPROVAL_SCENARIO: record_approval,
+    CALL_IDS_SCENARIO: record_model_ids,
 }
 
 
