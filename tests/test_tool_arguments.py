@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.client import Client
 
@@ -65,6 +65,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@settings(max_examples=10 * settings.default.max_examples)  # pure: cheap
 @given(value=JSON_VALUES)
 def test_json_text_is_sized_as_deep_as_its_value(value: Any) -> None:
     # Brackets and quotes inside strings never count: the scan agrees with the parse.

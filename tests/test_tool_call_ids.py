@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
@@ -75,6 +75,7 @@ def test_call_ids_come_from_step_and_position_whatever_the_model_sent() -> None:
     assert assigned[3].original_id is None
 
 
+@settings(max_examples=10 * settings.default.max_examples)  # pure: cheap
 @given(ids=st.lists(MODEL_IDS, max_size=12), steps=st.integers(1, 10_000))
 def test_assigned_call_ids_are_unique_across_turns_and_keep_the_models_ids(
     ids: list[str], steps: int
@@ -96,6 +97,7 @@ KEY_PARTS = st.tuples(
 )
 
 
+@settings(max_examples=10 * settings.default.max_examples)  # pure: cheap
 @given(one=KEY_PARTS, other=KEY_PARTS)
 def test_idempotency_keys_of_different_calls_never_collide(
     one: tuple[str, str, int, str], other: tuple[str, str, int, str]
