@@ -10,7 +10,9 @@ is answered to the model as the call's error.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,10 +20,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, tool
+from smyth_temporal import AgentClient, AgentConfig, tool
+from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent.approvals import Approvals
+from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply
+from smyth_temporal.tools import Tool
 from smyth_temporal.tools._mcp import MCPTool
 from smyth_temporal.tools._tool import (
     MAX_ARGUMENT_CHARS,
@@ -29,7 +36,7 @@ from smyth_temporal.tools._tool import (
     json_depth,
     value_depth,
 )
-from smyth_temporal.types import arguments_sha256
+from smyth_temporal.types import ToolCall, arguments_sha256
 from tests.mcp_agents import Clock
 from tests.mcp_servers import time_server
 
@@ -106,6 +113,57 @@ def test_deep_edited_arguments_are_refused_too(spec: Any) -> None:
         value = [value]
     with pytest.raises(ToolArgumentsError, match="nested more than"):
         spec.validate_arguments({"payload": value})
+
+
+@pytest.mark.parametrize("patched", [True, False], ids=["new run", "run from 0.7"])
+async def test_runs_started_before_the_bounds_replay_their_calls_unbounded(patched: bool) -> None:
+    # A recorded call past the bounds ran (or asked for approval) in 0.7: replaying it
+    # must do the same, so the bound is asked of workflow.patched, only when it applies.
+    ran: list[dict[str, Any]] = []
+
+    async def run(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+        ran.append(arguments)
+        return "ok"
+
+    gated = dataclasses.replace(anything, executor="fake", requires_approval=True)
+    free = dataclasses.replace(anything, name="free", executor="fake")
+    asked: list[str] = []
+
+    def is_patched(patch: str) -> bool:
+        asked.append(patch)
+        return patched
+
+    log = WorkflowLogger("tests.tool_arguments")
+    conversation = Conversation()
+    approvals = Approvals(
+        AgentConfig(model="m", tools=[gated, free]),
+        conversation,
+        log,
+        patched=is_patched,
+        clock=lambda: datetime(2026, 11, 26, tzinfo=UTC),
+    )
+    runner = ToolRunner(
+        conversation,
+        approvals,
+        log,
+        offered=lambda: [gated, free],
+        tenant=lambda: "t",
+        executors={"fake": run},
+        workflow_id=lambda: "wf",
+        first_run_id=lambda: "r",
+        patched=is_patched,
+    )
+    deep = nested(MAX_ARGUMENT_DEPTH + 5)
+
+    result = await runner.call(ToolCall(id="c1", name="free", arguments=deep))
+    request = runner.request_approval(ToolCall(id="c2", name="anything", arguments=deep))
+
+    assert asked.count("smyth-argument-bounds") == 2
+    if patched:
+        assert result.content is not None and "nested more than" in result.content
+        assert ran == [] and request is None
+    else:
+        assert result.content == "ok" and len(ran) == 1 and request is not None
 
 
 async def test_a_5000_deep_mcp_call_is_answered_to_the_model_and_the_run_goes_on(

@@ -24,7 +24,7 @@ from smyth_temporal.exceptions import (
     InvalidDecisionError,
     ToolArgumentsError,
 )
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._tool import ARGUMENT_BOUNDS_PATCH, Tool
 from smyth_temporal.types.approvals import (
     ApprovalDecision,
     ApprovalRequest,
@@ -54,8 +54,9 @@ class Approvals:
         interrupted: Whether an interrupt waits (it ends a wait in a rejection).
         find: The tool the agent has under a name now, to check edited arguments
             (default: ``config.tool``; the agent adds its MCP tools).
+        patched: ``workflow.patched`` (a stand-in in unit tests).
 
-    Added in 0.3.0. Changed in 0.3.0: ``find``.
+    Added in 0.3.0. Changed in 0.3.0: ``find``. Changed in 0.8.0: ``patched``.
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class Approvals:
         clock: Callable[[], datetime] = workflow.now,
         interrupted: Callable[[], bool] = lambda: False,
         find: Callable[[str], Tool | None] | None = None,
+        patched: Callable[[str], bool] = workflow.patched,
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
@@ -78,12 +80,17 @@ class Approvals:
         self._clock = clock
         self._interrupted = interrupted
         self._find = find or config.tool
+        self._patched = patched
         self._builtin: dict[str, Tool] = {}
 
     @property
     def config(self) -> AgentConfig:
         """The agent's config. Added in 0.8.0."""
         return self._config
+
+    def _bounded(self) -> bool:
+        # Asked only for arguments past the bounds: older runs validated without them.
+        return self._patched(ARGUMENT_BOUNDS_PATCH)
 
     def register(self, tool: Tool) -> None:
         """Know ``tool`` too when checking edited arguments (a built-in, never offered)."""
@@ -108,7 +115,7 @@ class Approvals:
         if spec is None or not spec.requires_approval:
             return None
         try:
-            arguments = spec.validate_arguments(call.arguments)
+            arguments = spec.validate_arguments(call.arguments, bounded=self._bounded)
         except ToolArgumentsError:
             return None
         try:

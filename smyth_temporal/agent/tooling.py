@@ -36,7 +36,7 @@ from smyth_temporal.agent.approvals import Approvals, refusal
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
+from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, ARGUMENT_BOUNDS_PATCH, Tool
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled
@@ -123,6 +123,10 @@ class ToolRunner:
             **executors,
         }
 
+    def _bounded(self) -> bool:
+        # Asked only for arguments past the bounds: older runs validated without them.
+        return self._patched(ARGUMENT_BOUNDS_PATCH)
+
     def find(self, name: str) -> Tool | None:
         """The offered tool called ``name``."""
         return next((t for t in self._offered() if t.name == name), None)
@@ -145,7 +149,7 @@ class ToolRunner:
             known = ", ".join(t.name for t in self._offered()) or "none"
             return self.error(call, f"unknown tool '{call.name}'. Available tools: {known}.")
         try:
-            arguments = spec.validate_arguments(call.arguments)
+            arguments = spec.validate_arguments(call.arguments, bounded=self._bounded)
         except ToolArgumentsError as exc:
             return self.error(call, str(exc))
         request = self.request_approval(call)

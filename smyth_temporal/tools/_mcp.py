@@ -18,7 +18,7 @@ import pydantic
 
 from smyth_temporal.exceptions import UserError
 from smyth_temporal.tools._jsonschema import schema_problems
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools._tool import Bounded, Tool
 from smyth_temporal.types.mcp import MCPToolAnnotations, mcp_activity_name
 from smyth_temporal.types.tools import ToolEffect
 
@@ -120,14 +120,16 @@ class MCPTool(Tool):
             },
         }
 
-    def validate_arguments(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
+    def validate_arguments(
+        self, raw: str | Mapping[str, Any], *, bounded: Bounded = True
+    ) -> dict[str, Any]:
         """Validate the model's arguments against the server's ``inputSchema``.
 
         Raises:
             ToolArgumentsError: Not a JSON object, too large or too deeply nested, or
                 it does not fit; worded for the model, with the schema.
         """
-        self.check_bounds(raw)  # before json.loads and the schema walk, which recurse
+        self.check_bounds(raw, bounded)  # before json.loads and the schema walk (recursive)
         if isinstance(raw, str):
             try:
                 parsed = json.loads(raw or "{}")

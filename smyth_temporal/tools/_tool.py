@@ -31,6 +31,7 @@ from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
 __all__ = [
     "ACTIVITY_EXECUTOR",
+    "ARGUMENT_BOUNDS_PATCH",
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_MAX_OUTPUT_CHARS",
     "DEFAULT_TOOL_TIMEOUT",
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "TOOL_THREADS",
     "ApprovalPolicy",
+    "Bounded",
     "Tool",
     "run_blocking",
     "tool",
@@ -99,6 +101,14 @@ MAX_ARGUMENT_CHARS = 256 * 1024
 They cross to the tool's activity and, for a gated call, into the approval request
 and the run's memo; this keeps one call far below Temporal's payload limits.
 """
+
+ARGUMENT_BOUNDS_PATCH = "smyth-argument-bounds"
+"""The ``workflow.patched`` id agents pass as ``bounded``: runs started before 0.8.0
+validated without bounds, and replay their recorded calls that way. Added in 0.8.0."""
+
+Bounded = bool | Callable[[], bool]
+"""Whether ``Tool.validate_arguments`` refuses arguments past the bounds: a flag, or a
+callable asked only when they are. Added in 0.8.0."""
 
 ApprovalPolicy = bool | Callable[..., bool]
 """``True`` to gate every call, or a deterministic predicate over the validated
@@ -184,11 +194,14 @@ class Tool:
             },
         }
 
-    def validate_arguments(self, raw: str | Mapping[str, Any]) -> dict[str, Any]:
+    def validate_arguments(
+        self, raw: str | Mapping[str, Any], *, bounded: Bounded = True
+    ) -> dict[str, Any]:
         """Validate the model's arguments against the schema.
 
         Args:
             raw: The arguments as the model wrote them (a JSON object) or a mapping.
+            bounded: Refuse arguments past the bounds (see ``check_bounds``).
 
         Returns:
             The validated arguments in JSON form, ready to cross the activity boundary.
@@ -197,8 +210,10 @@ class Tool:
             ToolArgumentsError: The arguments are not a JSON object, are too large or
                 too deeply nested, or do not fit; the message is written for the
                 model, so it can correct the call.
+
+        Changed in 0.8.0: bounded in size and depth, ``bounded``.
         """
-        self.check_bounds(raw)
+        self.check_bounds(raw, bounded)
         try:
             if isinstance(raw, str):
                 parsed = self.arguments_model.model_validate_json(raw or "{}")
@@ -212,27 +227,22 @@ class Tool:
             raise self.arguments_error(problems) from None
         return parsed.model_dump(mode="json")
 
-    def check_bounds(self, raw: str | Mapping[str, Any]) -> None:
+    def check_bounds(self, raw: str | Mapping[str, Any], bounded: Bounded = True) -> None:
         """Refuse arguments past ``MAX_ARGUMENT_CHARS`` or ``MAX_ARGUMENT_DEPTH``.
 
         Checked without recursion (JSON text is scanned, not parsed), so it is safe on
-        any input; every ``validate_arguments`` calls it first. Added in 0.8.0.
+        any input; every ``validate_arguments`` calls it first. ``bounded`` may be a
+        callable, asked only for arguments past the bounds (the agent runtime passes a
+        ``workflow.patched`` check, so a run started before 0.8.0 replays as recorded).
+
+        Added in 0.8.0.
 
         Raises:
             ToolArgumentsError: The arguments are too large or too deeply nested.
         """
-        if isinstance(raw, str) and len(raw) > MAX_ARGUMENT_CHARS:
-            problem = f"{len(raw):,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
+        problem = _bounds_problem(raw)
+        if problem is not None and (bounded() if callable(bounded) else bounded):
             raise self.arguments_error([f"(arguments): {problem}"])
-        depth = json_depth(raw) if isinstance(raw, str) else value_depth(raw, MAX_ARGUMENT_DEPTH)
-        if depth > MAX_ARGUMENT_DEPTH:
-            problem = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-            raise self.arguments_error([f"(arguments): {problem}"])
-        if not isinstance(raw, str):
-            size = len(json.dumps(raw, ensure_ascii=False, default=str))
-            if size > MAX_ARGUMENT_CHARS:
-                problem = f"{size:,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
-                raise self.arguments_error([f"(arguments): {problem}"])
 
     def arguments_error(self, problems: Sequence[str]) -> ToolArgumentsError:
         """The error that tells the model what is wrong with its arguments, and the schema."""
@@ -270,6 +280,19 @@ class Tool:
         if self.blocking:
             return await run_blocking(self.fn, *args, **kwargs)
         return await self.fn(*args, **kwargs)
+
+
+def _bounds_problem(raw: str | Mapping[str, Any]) -> str | None:
+    if isinstance(raw, str) and len(raw) > MAX_ARGUMENT_CHARS:
+        return f"{len(raw):,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
+    depth = json_depth(raw) if isinstance(raw, str) else value_depth(raw, MAX_ARGUMENT_DEPTH)
+    if depth > MAX_ARGUMENT_DEPTH:
+        return f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+    if not isinstance(raw, str):
+        size = len(json.dumps(raw, ensure_ascii=False, default=str))
+        if size > MAX_ARGUMENT_CHARS:
+            return f"{size:,} characters long, at most {MAX_ARGUMENT_CHARS:,} allowed"
+    return None
 
 
 # A JSON string to its closing quote (or the end of an unterminated one: possessive,
