@@ -225,11 +225,12 @@ class ToolRunner:
             batch = []
             results += await self._batch([each], call)
         results += await self._batch(batch, call)
+        # Logged once above (agent.tool_calls_capped), not once per call.
         too_many = (
-            f"not run: at most {self._max_calls} tool calls of one turn run. "
+            f"Error: not run: at most {self._max_calls} tool calls of one turn run. "
             "Make fewer calls per turn, and repeat the ones still needed."
         )
-        return results + [self.error(each, too_many) for each in excess]
+        return results + [self._result(each, too_many, error=True) for each in excess]
 
     async def _batch(
         self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
