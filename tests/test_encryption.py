@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import ExternalStorage
@@ -37,14 +37,14 @@ from smyth_temporal import (
     tool,
 )
 from smyth_temporal._payloads import payloads_in
-from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE
+from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE, ApprovalDecision
 from tests.trader import Trader
 from tests.trading import read_ledger
 
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.devserver import find_binary
     from smyth_temporal.models import ModelRequest, ModelResponse
-    from smyth_temporal.security import EncryptionCodec, EncryptionKey, KeyRing, new_key
+    from smyth_temporal.security import EncryptionCodec, EncryptionKey, KeyRing, new_key, refusal
     from smyth_temporal.security._plaintext import REFUSED_ENCODING, SealedPayloadConverter
     from smyth_temporal.storage import ContentAddressedFileDriver
     from smyth_temporal.storage._namespaces import NAMESPACES_DIR
@@ -529,3 +529,63 @@ async def test_a_plaintext_decision_from_the_temporal_cli_is_refused_and_the_run
     )
     # The CLI showed the update rejected with PayloadDecryptionError (its message is
     # sealed with the rest of the failure; the codec server shows it).
+
+
+async def test_a_forged_sealed_decision_is_refused_and_the_run_goes_on(
+    env: WorkflowEnvironment,
+    task_queue: str,
+    sealed_env: dict[str, str],
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Someone with Temporal access and a key of their own, named like the deployment's
+    # ("k1"): their decision looks sealed but fails authentication. Raising in the codec
+    # would fail every workflow task after the signal (the run wedged for good).
+    client = Client(
+        env.client.service_client, namespace=env.client.namespace, plugins=[SmythPlugin()]
+    )
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply("done")])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        agents = AgentClient(client, task_queue=task_queue)
+        handle = await agents.start(Trader, "Sell ACME")
+        state = await wait_for_pending(agents, handle.id, 1)
+        decision = ApprovalDecision(
+            request_id=state.pending_approvals[0].id, approved=True, by="mallory"
+        )
+        forger = sealed_client(env, ring("k1"), monkeypatch)  # same key id, another key
+        monkeypatch.setenv("SMYTH_ENCRYPTION_KEYS", sealed_env["SMYTH_ENCRYPTION_KEYS"])
+        forged = forger.get_workflow_handle(handle.id)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await forged.execute_update(APPROVAL_UPDATE, decision)
+        assert "PayloadDecryptionError" in repr(refused.value.cause) or refused.value.cause
+        await forged.signal(APPROVAL_SIGNAL, decision)
+
+        after = await wait_for_pending(agents, handle.id, 1)
+        assert after.status == "awaiting_approval" and after.approvals[0].decision is None
+        assert read_ledger(ledger) == []  # nothing was sold
+        await agents.approve(handle.id, by="alice")
+        result = await agents.result(handle.id)
+    assert result.output == "done"
+    assert [e["tool"] for e in read_ledger(ledger)] == ["sell"]
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    assert not any(
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED for e in history.events
+    )
+
+
+async def test_decode_refuses_forged_payloads_and_waits_for_missing_keys() -> None:
+    k1 = new_key("k1")
+    box = EncryptionCodec(KeyRing.parse(k1)).seal(PLAIN)
+    forged = EncryptionCodec(KeyRing.parse(new_key("k1"))).seal(PLAIN)  # same id, other key
+    worker = EncryptionCodec(KeyRing.parse(k1))
+    [opened, refused] = await worker.decode([box, forged])
+    assert opened == PLAIN
+    error = refusal(refused)
+    assert error is not None and "failed authentication" in str(error)
+    # A key this worker lacks is a rotation not finished: raise (the task is retried).
+    rotated = EncryptionCodec(KeyRing.parse(new_key("k2")))
+    with pytest.raises(PayloadDecryptionError, match="key 'k1', which this process does not"):
+        await rotated.decode([box])
+    # The codec server's display codec answers with the reason instead.
+    with pytest.raises(PayloadDecryptionError, match="failed authentication"):
+        await worker.accepting_plaintext().decode([forged])

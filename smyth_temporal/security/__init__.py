@@ -7,6 +7,8 @@
   (``id:base64-of-32-bytes``, comma-separated, current first) or
   ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
 - ``new_key()``: a fresh key entry (``smyth encryption-key``).
+- ``refusal(payload)``: the error a payload the codec refused reads as (``None`` if it
+  was not refused), for code that reads decoded payloads itself.
 - ``KeyStore``, ``Principal``: API keys (hashed, each bound to a tenant and a role) and
   the caller they stand for; every interface derives tenant and role from them.
 - ``Secrets``: ``secret("NAME")`` references resolved on the worker, from its
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
         KeyRing,
         new_key,
     )
-    from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV
+    from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV, refusal
     from smyth_temporal.security._secrets import (
         ALLOWED_SECRETS_ENV,
         SECRETS_FILE_ENV,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "ACCEPT_PLAINTEXT_ENV": "_plaintext",
+    "refusal": "_plaintext",
     "ENCODING": "_encryption",
     "ENCRYPTION_COMPRESS_ENV": "_encryption",
     "EncryptionCodec": "_encryption",
@@ -107,4 +110,5 @@ __all__ = [
     "SecretBackend",
     "Secrets",
     "new_key",
+    "refusal",
 ]

@@ -103,10 +103,13 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
     will not read, so the signal carrying it is dropped and the update or query is
     rejected with ``PayloadDecryptionError``, and the run goes on (see
     ``smyth_temporal.security._plaintext``). ``accept_plaintext`` reads them, for
-    migrations only.
+    migrations only. ``decode`` refuses a sealed payload it cannot open (altered,
+    moved, another cipher) the same way, with the reason, so a forged one cannot wedge
+    the run; one that names a key this process lacks still raises (a rotation not
+    finished: the task is retried until the key is deployed). ``open`` always raises.
 
-    Added in 0.4.0. Changed in 0.8.0: unsealed payloads are refused unless
-    ``accept_plaintext``.
+    Added in 0.4.0. Changed in 0.8.0: unsealed payloads, and sealed ones that cannot
+    be opened, are refused on decode unless ``accept_plaintext``.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         compress: bool = False,
         namespace: str | None = None,
         accept_plaintext: bool = False,
+        refuse_unreadable: bool = True,
     ) -> None:
         """Create the codec.
 
@@ -126,11 +130,16 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
                 by Temporal through ``with_context``; ``None`` reads any namespace.
             accept_plaintext: Read unsealed payloads as they are instead of refusing
                 them: only while histories written before encryption still run.
+            refuse_unreadable: ``decode`` refuses a sealed payload it cannot open
+                (the converter then raises with the reason) instead of raising, which
+                would fail the workflow task for good. ``False`` for display (the
+                codec server), where the reason is the answer.
         """
         self._keys = keys if isinstance(keys, KeyRing) else keys.key_ring()
         self._compress = compress
         self._namespace = namespace
         self._accept_plaintext = accept_plaintext
+        self._refuse_unreadable = refuse_unreadable
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EncryptionCodec | None:
@@ -160,11 +169,19 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         return self._accept_plaintext
 
     def accepting_plaintext(self) -> EncryptionCodec:
-        """This codec, reading unsealed payloads as they are (for display, never to act)."""
-        if self._accept_plaintext:
+        """This codec for display, never to act.
+
+        It reads unsealed payloads as they are and raises on a sealed payload it cannot
+        open (the reason is the answer).
+        """
+        if self._accept_plaintext and not self._refuse_unreadable:
             return self
         return EncryptionCodec(
-            self._keys, compress=self._compress, namespace=self._namespace, accept_plaintext=True
+            self._keys,
+            compress=self._compress,
+            namespace=self._namespace,
+            accept_plaintext=True,
+            refuse_unreadable=False,
         )
 
     @property
@@ -184,6 +201,7 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
             compress=self._compress,
             namespace=namespace,
             accept_plaintext=self._accept_plaintext,
+            refuse_unreadable=self._refuse_unreadable,
         )
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
@@ -191,13 +209,29 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         return [self.seal(payload) for payload in payloads]
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        """Open each sealed payload; refuse each unsealed one (see the class).
+        """Open each sealed payload; refuse each unsealed or unopenable one (see the class).
 
         Raises:
-            PayloadDecryptionError: A sealed payload fails authentication, names a key
-                this process lacks, or was sealed for another namespace.
+            PayloadDecryptionError: Only with ``refuse_unreadable=False``: a sealed
+                payload fails authentication, names a key this process lacks, or was
+                sealed for another namespace; always: a sealed payload names a key
+                this process lacks.
         """
-        return [self.open(payload) for payload in payloads]
+        return [self._open_or_refuse(payload) for payload in payloads]
+
+    def _open_or_refuse(self, payload: Payload) -> Payload:
+        try:
+            return self.open(payload)
+        except PayloadDecryptionError as exc:
+            if not self._refuse_unreadable or self._lacks_key(payload):
+                # A key this process lacks is a rotation not finished: the workflow
+                # task fails and is retried, and nothing is lost once the key is here.
+                raise
+            # Altered, moved or another cipher: whoever wrote it had no key. Raising
+            # would fail the workflow task, and a forged signal in history would fail
+            # every replay after it: refuse it instead, with the reason.
+            log.error("codec.unreadable_refused", namespace=self._namespace, error=str(exc))
+            return refused(payload, str(exc))
 
     def seal(self, payload: Payload) -> Payload:
         """One payload, sealed with the current key."""
@@ -265,6 +299,10 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         opened = Payload()
         opened.ParseFromString(plaintext)
         return opened
+
+    def _lacks_key(self, payload: Payload) -> bool:
+        key_id = payload.metadata.get(_META_KEY, b"").decode(errors="replace")
+        return self._keys.get(key_id) is None
 
     def _key_for(self, metadata: Mapping[str, bytes]) -> EncryptionKey:
         if metadata.get(_META_CIPHER) != _CIPHER:

@@ -12,6 +12,13 @@ and the payload converter (``SealedPayloadConverter``) raises ``PayloadDecryptio
 when anything tries to read it. temporalio then drops that signal (logged),
 rejects that update or query with the error, and the run goes on.
 
+The same holds for a payload that claims to be sealed but cannot be opened: a tag
+that fails authentication, another cipher, a namespace it was not sealed for.
+Whoever wrote it either had no key or moved it, so it is refused the same way (with
+its reason), and a forged "sealed" signal cannot wedge the run. A payload naming a
+key id this process lacks still fails the task (retried until the key is deployed):
+that is how an unfinished key rotation looks, and refusing would drop real signals.
+
 ``SMYTH_ACCEPT_PLAINTEXT=on`` (or ``EncryptionCodec(accept_plaintext=True)``) reads
 unsealed payloads as they are, for a deployment moving to encryption whose
 histories still hold plaintext.
@@ -33,9 +40,11 @@ from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
 __all__ = [
     "ACCEPT_PLAINTEXT_ENV",
     "REFUSED_ENCODING",
+    "REFUSED_REASON",
     "RefusedPayloadConverter",
     "SealedPayloadConverter",
     "accept_plaintext_from_env",
+    "refusal",
     "refused",
 ]
 
@@ -44,6 +53,9 @@ ACCEPT_PLAINTEXT_ENV = "SMYTH_ACCEPT_PLAINTEXT"
 
 REFUSED_ENCODING: Final = b"binary/smyth-refused-plaintext"
 """The ``encoding`` of a payload the codec refused: its ``data`` is the payload as sent."""
+
+REFUSED_REASON: Final = "smyth-refused-reason"
+"""Metadata of a refused payload that could not be opened: why (it stays unread)."""
 
 REFUSED_MESSAGE = (
     "an unsealed (plaintext) payload was refused: this deployment encrypts its payloads, "
@@ -68,13 +80,31 @@ def accept_plaintext_from_env(environ: Mapping[str, str]) -> bool:
     return setting in _TRUE
 
 
-def refused(payload: Payload) -> Payload:
-    """``payload`` wrapped as refused: unreadable by the converter, kept for inspection."""
+def refused(payload: Payload, reason: str | None = None) -> Payload:
+    """``payload`` wrapped as refused: unreadable by the converter, kept for inspection.
+
+    Args:
+        payload: The payload as it arrived.
+        reason: Why a sealed-looking payload could not be opened (``None``: it was
+            unsealed); the converter raises with it.
+    """
     if payload.metadata.get("encoding") == REFUSED_ENCODING:
         return payload
     marked = Payload(data=payload.SerializeToString(deterministic=True))
     marked.metadata["encoding"] = REFUSED_ENCODING
+    if reason is not None:
+        marked.metadata[REFUSED_REASON] = reason.encode()
     return marked
+
+
+def refusal(payload: Payload) -> PayloadDecryptionError | None:
+    """The error reading ``payload`` raises if the codec refused it, else ``None``."""
+    if payload.metadata.get("encoding") != REFUSED_ENCODING:
+        return None
+    reason = payload.metadata.get(REFUSED_REASON)
+    return PayloadDecryptionError(
+        REFUSED_MESSAGE if reason is None else reason.decode(errors="replace")
+    )
 
 
 class RefusedPayloadConverter(EncodingPayloadConverter):
@@ -93,9 +123,9 @@ class RefusedPayloadConverter(EncodingPayloadConverter):
         """Refuse.
 
         Raises:
-            PayloadDecryptionError: Always.
+            PayloadDecryptionError: Always, with the reason the codec gave.
         """
-        raise PayloadDecryptionError(REFUSED_MESSAGE)
+        raise refusal(payload) or PayloadDecryptionError(REFUSED_MESSAGE)
 
 
 class SealedPayloadConverter(PydanticPayloadConverter):

@@ -35,6 +35,7 @@ from temporalio.converter import (
 )
 
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.security import refusal
 from smyth_temporal.storage._cache import LruCache
 from smyth_temporal.storage._chunks import split
 from smyth_temporal.storage._tree import (
@@ -206,6 +207,9 @@ class ChunkedLayout:
             if sealer is not None:
                 chunks = await sealer.decode(chunks)
             for digest, chunk in zip(absent, chunks, strict=True):
+                refused = refusal(chunk)
+                if refused is not None:  # a store file altered, or sealed elsewhere
+                    raise refused
                 if chunk.metadata.get("encoding") != CHUNK_ENCODING:
                     raise ValueError(f"stored object {digest} should be a chunk")
                 found[digest] = chunk.data
