@@ -159,3 +159,15 @@ async def test_runs_start_where_the_namespace_has_no_tenant_attribute(
         await handle.terminate()
     missing = [e for e in logs if e["event"] == "visibility.tenant_attribute_missing"]
     assert len(missing) == 1  # learnt once per client, not refused at every start
+
+
+async def test_a_value_the_sdks_types_refuse_is_a_422_not_a_500(
+    http: httpx.AsyncClient, store: KeyStore, tenants: tuple[str, str]
+) -> None:
+    # Found by the fuzz test: the route's schema lets any namespace through, the
+    # memory scope refuses a control character, and that was an unexpected 500.
+    headers = key(store, tenants[0], "admin")
+    answer = await http.delete("/v1/memory/m1", params={"namespace": "\x1f"}, headers=headers)
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert "namespace" in answer.json()["detail"] and "Traceback" not in answer.text

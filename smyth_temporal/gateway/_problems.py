@@ -18,7 +18,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from temporalio.service import RPCError, RPCStatusCode
@@ -172,8 +172,26 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(request, problem)
 
 
+async def _invalid_value(request: Request, exc: Exception) -> JSONResponse:
+    """A 422 for a value the SDK's own types refuse that the route's schema let through.
+
+    A memory namespace with a control character, say: it is the caller's input, so it
+    is refused like any other invalid request, not answered with a 500.
+    """
+    assert isinstance(exc, ValidationError)
+    errors = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+        for e in exc.errors(include_url=False, include_input=False)
+    ]
+    detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors)
+    log.info("gateway.invalid_value", path=request.url.path, errors=len(errors))
+    problem = _plain(HTTPStatus.UNPROCESSABLE_ENTITY, one_line(detail or "invalid"), errors=errors)
+    return problem_response(request, problem)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error of ``app`` with problem details (or OpenAI's error shape)."""
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(ValidationError, _invalid_value)
     for kind in (SmythError, HTTPException, RPCError, Exception):
         app.add_exception_handler(kind, _error)
