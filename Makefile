@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup demo test lint format bench clean docs docs-build
 
 setup: $(STAMP)
 
@@ -25,6 +25,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The documentation site (mkdocs.yml, docs/): `make docs` serves it on
+# http://127.0.0.1:8000 and rebuilds on every edit; `make docs-build` builds it into
+# site/ and fails on any warning (a broken link, a docstring mkdocstrings cannot read).
+docs: $(STAMP)
+	$(BIN)/mkdocs serve
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -52,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.check --results $(BENCH_RESULTS)
 
 clean:
-	rm -rf $(VENV) .smyth .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) site .smyth .pytest_cache .mypy_cache .ruff_cache *.egg-info
