@@ -117,6 +117,8 @@ class Tally:
     decisions_refused_after_applied: int = 0
     """Approvals retried after a server kill lost the answer, refused because the first
     one had been applied (the run shows it decided)."""
+    decisions_refused: Counter[str] = field(default_factory=Counter)
+    """Every refused decision, by message (then the bench looks at the run again)."""
     client_errors: Counter[str] = field(default_factory=Counter)
     """Errors the bench's client calls met and retried, by type."""
 
@@ -331,8 +333,15 @@ class Chaos:
         await self.finish(record, reader)
 
     async def approve(self, record: RunRecord) -> None:
+        """Approve the sale as a careful client does: look, decide, and after a refusal
+        look again (applied by an attempt whose answer was lost? not pending yet?)."""
+        refused = False
         while time.monotonic() < self.deadline:
             state = await self.retried(lambda: self.agents.state(record.workflow_id))
+            if any(a.decision is not None and a.decision.approved for a in state.approvals):
+                record.approvals_acknowledged += 1
+                self.tally.decisions_refused_after_applied += int(refused)
+                return
             if state.output:
                 return  # over without asking (the answer check will say so)
             pending = state.pending_approvals
@@ -347,16 +356,13 @@ class Chaos:
                     )
                 )
             except InvalidDecisionError as exc:
-                # A retry after the server lost the answer to an applied decision is
-                # refused (the request is no longer pending): look at the run.
-                state = await self.retried(lambda: self.agents.state(record.workflow_id))
-                decided = [a for a in state.approvals if a.id == request_id]
-                if not decided or decided[0].decision is None:
-                    record.problem = f"approval refused: {exc}"
-                    return
-                self.tally.decisions_refused_after_applied += 1
+                refused = True
+                self.tally.decisions_refused[str(exc)[:80]] += 1
+                await asyncio.sleep(RETRY_PAUSE)
+                continue
             record.approvals_acknowledged += 1
             return
+        record.problem = "the sale was never approved"
 
     async def session(self, record: RunRecord, session_id: str) -> None:
         for message in (1, 2):
@@ -640,6 +646,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         worker_exits=chaos.tally.worker_exits,
         worker_spawn_failures=chaos.tally.worker_spawn_failures,
         decisions_refused_after_applied=chaos.tally.decisions_refused_after_applied,
+        decisions_refused=dict(chaos.tally.decisions_refused),
         server_start_seconds_median=sorted(chaos.tally.server_restart_seconds)[
             len(chaos.tally.server_restart_seconds) // 2
         ],
