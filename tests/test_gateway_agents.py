@@ -15,8 +15,10 @@ from smyth_temporal.clients._visibility import executions
 from smyth_temporal.gateway import KeyStore, create_app, serve
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from tests.agents import Analyst
+from tests.cli_models import trader
 from tests.cli_support import free_port
 from tests.gateway_support import bearer
+from tests.trader import Trader
 
 
 async def runs_of(client: Client, agent: str, task_queue: str) -> list[str]:
@@ -85,3 +87,31 @@ async def test_smyth_serve_of_an_unknown_agent_exits_with_one_error_line(
             f"smyth: error: no worker on task queue {task_queue!r} serves Nope (they do: none)"
         )
     )
+
+
+async def test_a_run_the_worker_lacks_the_agent_for_is_terminated_and_a_404(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    store = KeyStore(tmp_path / "keys.json")
+    headers = bearer(store.create(tenant="acme", role="operator", name="ops")[1])
+    agents = AgentClient(client, task_queue=task_queue)
+    app = create_app(agents, [Analyst, Trader], keys=store)
+    start = {"prompt": "sell ACME:1"}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://g"
+    ) as http:
+        async with agent_worker(client, Analyst, Trader, model=trader(), task_queue=task_queue):
+            served = await http.post("/v1/agents/Trader/runs", json=start, headers=headers)
+        # Redeployed without Trader: the gateway's earlier answer is out of date.
+        async with agent_worker(client, Analyst, model=ScriptedModel([]), task_queue=task_queue):
+            lost = await http.post("/v1/agents/Trader/runs", json=start, headers=headers)
+            runs = await runs_of(client, "Trader", task_queue)
+    assert served.status_code == 201, served.text
+    assert lost.status_code == 404, lost.text
+    assert lost.json()["detail"].endswith("the agents served here: Analyst")
+    others = [i for i in runs if i != served.json()["workflow_id"]]
+    [terminated] = [i for i in others if not i.startswith("smyth-probe-")]
+    assert f"(run {terminated} was terminated)" in lost.json()["detail"]
+    status = (await client.get_workflow_handle(terminated).describe()).status
+    assert status is not None and status.name == "TERMINATED"
+    await client.get_workflow_handle(served.json()["workflow_id"]).terminate()
