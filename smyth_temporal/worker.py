@@ -4,7 +4,7 @@ Both ``smyth worker module:Class`` and ``python -m workers.agent_worker module:C
 end up in ``run_worker``:
 
 ```python
-agents = load_agents(["examples.market.workflows:MarketAnalyst"])
+agents = load_agents(["examples.market_monitor.workflows:MarketMonitor"])
 model = load_model_provider("openai")
 await run_worker(agents, settings=Settings.load(), model=model)
 ```
@@ -78,7 +78,7 @@ def load_agents(specs: Sequence[str]) -> list[type[AgentWorkflow]]:
     """Import agent classes from ``module:Class`` specs.
 
     The current directory is put first on ``sys.path`` (as uvicorn does), so
-    ``examples.market.workflows:MarketAnalyst`` imports from a checkout without
+    ``examples.market_monitor.workflows:MarketMonitor`` imports from a checkout without
     installing it. A class named twice is loaded once.
 
     Args:

@@ -20,16 +20,25 @@ class Setting(NamedTuple):
     processes: str
     default: str
     meaning: str
+    library: str = ""
+    """The library that reads it for smyth (``temporalio.envconfig``), if not smyth itself."""
 
 
 SETTINGS: tuple[Setting, ...] = (
     # Connection
-    Setting("TEMPORAL_ADDRESS", "all", "`localhost:7233`", "the Temporal frontend (`--address`)"),
+    Setting(
+        "TEMPORAL_ADDRESS",
+        "all",
+        "`localhost:7233`",
+        "the Temporal frontend (`--address`)",
+        library="temporalio.envconfig",
+    ),
     Setting(
         "TEMPORAL_NAMESPACE",
         "all",
         "`default` (`smyth-<env>` with `SMYTH_ENV`)",
         "the Temporal namespace (`--namespace`)",
+        library="temporalio.envconfig",
     ),
     Setting(
         "TEMPORAL_PROFILE",
@@ -44,6 +53,7 @@ SETTINGS: tuple[Setting, ...] = (
         "none",
         "an API key for Temporal Cloud; `temporalio.envconfig` reads it, with the "
         "other `TEMPORAL_*` variables (TLS, config file)",
+        library="temporalio.envconfig",
     ),
     Setting(
         "SMYTH_TASK_QUEUE", "all", "`smyth-agents`", "the task queue agents run on (`--task-queue`)"
@@ -111,12 +121,14 @@ SETTINGS: tuple[Setting, ...] = (
         "worker",
         "`http://localhost:4318`",
         "where spans go (OTLP/HTTP)",
+        library="the OpenTelemetry SDK",
     ),
     Setting(
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "worker",
         "none",
         "the traces endpoint, if not the one above",
+        library="the OpenTelemetry SDK",
     ),
     Setting("OTEL_SERVICE_NAME", "worker", "`smyth-worker`", "the spans' `service.name`"),
     # Memory
@@ -209,7 +221,9 @@ SETTINGS: tuple[Setting, ...] = (
 def settings_markdown() -> str:
     """The settings page: an introduction and the table."""
     rows = "\n".join(
-        f"| `{s.variable}` | {s.processes} | {s.default} | {s.meaning} |" for s in SETTINGS
+        f"| `{s.variable}` | {s.processes} | {s.default} | {s.meaning}"
+        f"{f' (read by {s.library})' if s.library else ''} |"
+        for s in SETTINGS
     )
     return f"""# Settings
 

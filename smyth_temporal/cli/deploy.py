@@ -44,7 +44,7 @@ _EPILOG = (
     "Run it in CI with the code about to ship, before making its build current "
     "(`temporal worker deployment set-current-version`).\n\n"
     "examples:\n\n"
-    "  smyth verify-deploy examples.market.workflows:MarketAnalyst\n\n"
+    "  smyth verify-deploy examples.market_monitor.workflows:MarketMonitor\n\n"
     "  smyth verify-deploy myapp.agents:Triage myapp.agents:Writer --since 7d --limit 500"
 )
 

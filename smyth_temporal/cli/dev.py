@@ -32,6 +32,7 @@ from smyth_temporal.devserver import (
 )
 from smyth_temporal.exceptions import ClientError, ConfigurationError
 from smyth_temporal.mcp import parse_server
+from smyth_temporal.models import ModelProvider
 from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
 from smyth_temporal.settings import ENVIRONMENT_ENV, current_environment, environment_namespace
 from smyth_temporal.worker import (
@@ -165,6 +166,9 @@ async def _serve(server: DevServer) -> None:
     task_queue=True,
     log_level="info",
     help="Serve agents: run their workflows, model calls and tools until SIGINT/SIGTERM.",
+    epilog="example, offline with a scripted model (from the repository root):\n\n"
+    "  smyth worker examples.market_monitor.workflows:MarketMonitor "
+    "--model examples.market_monitor.script:model",
 )
 def worker(
     options: CommonOptions,
@@ -172,7 +176,8 @@ def worker(
         list[str],
         typer.Argument(
             metavar="AGENT",
-            help="an agent class as module:Class, e.g. examples.market.workflows:MarketAnalyst",
+            help="an agent class as module:Class, e.g. "
+            "examples.market_monitor.workflows:MarketMonitor",
         ),
     ],
     model: Annotated[
@@ -183,7 +188,7 @@ def worker(
             show_envvar=False,
             metavar="openai|MODULE:ATTR",
             help="the model provider: 'openai' (OPENAI_BASE_URL, OPENAI_API_KEY) or a provider "
-            f"object or factory as module:attr ({MODEL_PROVIDER_ENV})",
+            f"object or factory as module:attr, e.g. a scripted model ({MODEL_PROVIDER_ENV})",
         ),
     ] = DEFAULT_MODEL_PROVIDER,
     max_cached_workflows: Annotated[
@@ -270,7 +275,7 @@ def worker(
     version = deployment_version(deployment, build_id)
     secrets = _secrets(secrets_file, allow_secret)
     classes = load_agents(agents)
-    provider = load_model_provider(model)
+    provider = _model_provider(model)
     servers = dict(parse_server(spec) for spec in mcp or ())
     run(
         run_worker(
@@ -285,6 +290,20 @@ def worker(
             tracing=_tracing(tracing),
         )
     )
+
+
+def _model_provider(spec: str) -> ModelProvider:
+    try:
+        return load_model_provider(spec)
+    except ConfigurationError as exc:
+        if spec != DEFAULT_MODEL_PROVIDER or "OPENAI_API_KEY" not in str(exc):
+            raise
+        # A newcomer without a key is better served by the offline path than by a key.
+        raise ConfigurationError(
+            f"{exc}. To run offline without a key, serve a scripted model "
+            "(smyth_temporal.testing.ScriptedModel) as --model MODULE:ATTR, e.g. "
+            "--model examples.market_monitor.script:model from a checkout of smyth-temporal"
+        ) from None
 
 
 def _tracing(enabled: bool) -> bool:
