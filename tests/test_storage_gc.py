@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 from google.protobuf.duration_pb2 import Duration
+from temporalio import activity, workflow
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.failure.v1 import ApplicationFailureInfo, Failure
 from temporalio.api.history.v1 import (
@@ -30,9 +31,11 @@ from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriverRetrieveContext
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from smyth_temporal import SmythPlugin
 from smyth_temporal._payloads import payloads_in
+from smyth_temporal.clients._references import referenced_digests
 from smyth_temporal.storage import DRIVER_NAME, ContentAddressedFileDriver
 from smyth_temporal.storage._claims import EncodedReferenceError, stored_digests
 from smyth_temporal.storage._gc import mark_and_sweep, sweep
@@ -332,3 +335,60 @@ async def test_gc_removes_nothing_when_a_namespace_the_store_serves_is_unreadabl
         assert refused.returncode == 1
         assert "'on-another-server'" in refused.stderr and "nothing was removed" in refused.stderr
     assert stray.exists() and read_mark(root) is None
+
+
+# -- what an open run holds outside its history ----------------------------------------
+
+
+@activity.defn
+async def heartbeating() -> None:
+    """Report big progress details, then wait (until cancelled) as a long task does."""
+    activity.heartbeat("progress " * 400)
+    await asyncio.Event().wait()
+
+
+@workflow.defn(sandboxed=False)
+class Waiter:
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.execute_activity(
+            heartbeating,
+            start_to_close_timeout=timedelta(hours=1),
+            heartbeat_timeout=timedelta(minutes=10),
+        )
+
+
+async def test_a_pending_activitys_heartbeat_details_survive_gc(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    root = tmp_path / "payloads"
+    storage = ExternalStorage(
+        drivers=[ContentAddressedFileDriver(root)], payload_size_threshold=1024
+    )
+    client = Client(
+        env.client.service_client,
+        namespace="default",
+        plugins=[SmythPlugin(payload_storage=storage)],
+    )
+    queue = f"gc-heartbeat-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[Waiter], activities=[heartbeating]):
+        handle = await client.start_workflow(Waiter.run, id=queue, task_queue=queue)
+        details = None
+        for _ in range(300):  # the heartbeat reaches the server within its throttle
+            described = await handle.describe()
+            pending = described.raw_description.pending_activities
+            if pending and pending[0].heartbeat_details.payloads:
+                details = pending[0].heartbeat_details.payloads[0]
+                break
+            await asyncio.sleep(0.1)
+        assert details is not None
+        [digest] = stored_digests(details, DRIVER_NAME)  # stored, referenced nowhere else
+        age_store(root)
+        for _ in range(2):  # mark, then sweep
+            referenced = await referenced_digests(client, namespaces=["default"])
+            started = store_clock(root)
+            mark_and_sweep(
+                root, referenced, started_at=started, older_than=DAY, previous=read_mark(root)
+            )
+        assert digest in all_files(root)
+        await handle.terminate()
