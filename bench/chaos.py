@@ -688,13 +688,18 @@ def main() -> None:
     figures = asyncio.run(run(args))
     print(json.dumps(figures, indent=2))
     if args.json is not None:
+        split = f"{figures['worker_kills']} workers, {figures['server_kills']} server"
         headlines = [
+            headline("chaos: SIGKILLs", figures["kills"], None, "", split),
+            headline("chaos: runs", figures["runs"], None, "", "5 kinds, round robin"),
+        ] + [
             headline(f"chaos: {name.replace('_', ' ')}", figures[name], None, "", "must be 0")
             for name in (
                 "runs_lost",
                 "completed_tool_calls_rerun",
                 "events_duplicated",
                 "events_missing",
+                "streamed_messages_garbled",
                 "approvals_lost",
             )
         ]
