@@ -35,7 +35,7 @@ async def namespaces_to_scan(client: Client, recorded: Iterable[str] = ()) -> li
     Cloud keys usually may not), those the store recorded (``recorded_namespaces``),
     and the client's own.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
     found = {client.namespace, *recorded}
     token = b""
@@ -86,7 +86,7 @@ async def referenced_digests(
             read, or a reference is sealed by the codec: nothing is certain, so
             nothing may be removed.
 
-    Added in 0.4.0. Changed in 0.7.0: every namespace, open runs' pending activities,
+    Added in 0.4.0. Changed in 0.8.0: every namespace, open runs' pending activities,
     references decoded structurally.
     """
     found: set[str] = set()

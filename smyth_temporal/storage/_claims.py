@@ -43,7 +43,7 @@ class EncodedReferenceError(ConfigurationError):
     temporalio 1.35 never writes such references; a later release may. Garbage
     collection refuses to guess and removes nothing.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
 
 
@@ -57,7 +57,7 @@ def stored_digests(payload: Payload, driver_name: str) -> Iterator[str]:
     Raises:
         EncodedReferenceError: A reference is sealed by the codec.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
     yield from _digests(payload, driver_name, 0)
 

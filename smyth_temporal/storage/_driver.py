@@ -159,7 +159,7 @@ class ContentAddressedFileDriver(StorageDriver):
         namespace is recorded in the store first (see ``_namespaces``), so garbage
         collection reads its histories too.
 
-        Added in 0.2.0. Changed in 0.7.0: records the namespace.
+        Added in 0.2.0. Changed in 0.8.0: records the namespace.
         """
         namespace = context.target.namespace if context.target is not None else ""
         if namespace and namespace not in self._namespaces:

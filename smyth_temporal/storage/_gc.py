@@ -73,7 +73,7 @@ class StoreStats:
 class GcReport:
     """What ``collect_garbage`` or ``mark_and_sweep`` did (or, dry, would do).
 
-    Added in 0.4.0. Changed in 0.7.0: marking, and what a sweep put back.
+    Added in 0.4.0. Changed in 0.8.0: marking, and what a sweep put back.
     """
 
     removed: list[str] = field(default_factory=list)
@@ -139,7 +139,7 @@ def collect_garbage(
     instead, which removes only what two collections a grace period apart found
     unused.
 
-    Added in 0.4.0. Changed in 0.5.0: the chunked layout's trees. Changed in 0.7.0:
+    Added in 0.4.0. Changed in 0.5.0: the chunked layout's trees. Changed in 0.8.0:
     removal re-checks each file (see ``sweep``).
     """
     inventory = read_inventory(root)
@@ -173,7 +173,7 @@ def mark_and_sweep(
         dry_run: Say what would be removed and marked; change nothing.
         progress: Told how reading the store and removing files advance.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
     cutoff = started_at - older_than.total_seconds()
     if not dry_run:
@@ -231,7 +231,7 @@ def sweep(
     and write it again; then its time is read once more, and if it was reused before
     the move, it is put back with everything its tree reaches.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
     report = GcReport()
     if not dry_run:

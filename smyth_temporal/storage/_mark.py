@@ -33,7 +33,7 @@ _VERSION = 1
 class GcMark:
     """The objects one garbage collection found unreferenced, for the next to remove.
 
-    Added in 0.7.0.
+    Added in 0.8.0.
     """
 
     marked_at: float
