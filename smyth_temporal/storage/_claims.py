@@ -34,7 +34,7 @@ _PROTOBUF = frozenset({b"json/protobuf", b"binary/protobuf"})
 _CLAIM_KEY = "sha256"
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _MAX_DEPTH = 8
-"""Payloads inside payloads followed this deep (a message nesting itself is refused)."""
+"""How deep payloads inside payloads are followed (each level is a parsed message)."""
 
 
 class EncodedReferenceError(ConfigurationError):
