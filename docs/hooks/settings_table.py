@@ -51,8 +51,7 @@ SETTINGS: tuple[Setting, ...] = (
         "TEMPORAL_API_KEY",
         "all",
         "none",
-        "an API key for Temporal Cloud; `temporalio.envconfig` reads it, with the "
-        "other `TEMPORAL_*` variables (TLS, config file)",
+        "an API key for Temporal Cloud, with the other `TEMPORAL_*` variables (TLS, config file)",
         library="temporalio.envconfig",
     ),
     Setting(
