@@ -252,3 +252,27 @@ def test_worker_without_an_api_key_points_to_the_scripted_model(
     assert code == 1
     assert "OPENAI_API_KEY" in error
     assert "--model examples.market_monitor.script:model" in error
+
+
+# -- the API reference -------------------------------------------------------------
+
+DOCUMENTED_ELSEWHERE = {
+    "agent": "its public names are re-exported by smyth_temporal",
+    "clients": "its public names are re-exported by smyth_temporal",
+    "tools": "its public names are re-exported by smyth_temporal",
+    "types": "its public names are re-exported by smyth_temporal",
+    "activities": "the worker's activities, registered by SmythPlugin",
+    "context": "the compaction policy's internals, behind AgentWorkflow's hooks",
+    "cli": "the smyth command, documented by its --help and the guides",
+    "demo": "the scenario of smyth demo",
+}
+
+
+def test_the_api_reference_has_a_page_per_public_package() -> None:
+    pages = " ".join(p.read_text(encoding="utf-8") for p in (DOCS / "reference").rglob("*.md"))
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        name = init.parent.name
+        if name.startswith("_") or name in DOCUMENTED_ELSEWHERE:
+            continue
+        assert f"::: smyth_temporal.{name}\n" in pages, f"docs/reference/api/{name}.md"
+    assert "::: smyth_temporal\n" in pages
