@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The documentation site (mkdocs.yml, docs/): `make docs` serves it on
-# http://127.0.0.1:8000 and rebuilds on every edit; `make docs-build` builds it into
+# http://127.0.0.1:8001 and rebuilds on every edit; `make docs-build` builds it into
 # site/ and fails on any warning (a broken link, a docstring mkdocstrings cannot read).
 docs: $(STAMP)
 	$(BIN)/mkdocs serve
