@@ -19,10 +19,12 @@ import ast
 import importlib
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -276,3 +278,62 @@ def test_the_api_reference_has_a_page_per_public_package() -> None:
             continue
         assert f"::: smyth_temporal.{name}\n" in pages, f"docs/reference/api/{name}.md"
     assert "::: smyth_temporal\n" in pages
+
+
+# -- the commands the docs show ----------------------------------------------------
+
+
+def _smyth_command_lines(code: str) -> list[str]:
+    """The ``smyth ...`` commands of a shell block (continuations joined, comments cut)."""
+    code = re.sub(r"\\\n\s*", " ", code)
+    found: list[str] = []
+    for line in code.splitlines():
+        for part in re.split(r"&&|;|\|\s", line.split(" #")[0]):
+            part = part.strip().rstrip("&").strip()
+            if part.startswith("smyth "):
+                found.append(part)
+    return found
+
+
+def _unknown_in(line: str) -> list[str]:
+    """What ``line`` names that the ``smyth`` command does not have (``a|b``: each)."""
+    text = re.sub(r"[\[\]]", " ", line)  # [--json]: an optional option, still an option
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        tokens = text.split()
+    commands: list[Any] = [typer.main.get_command(app)]
+    index = 1
+    while index < len(tokens) and hasattr(commands[0], "commands"):
+        names = tokens[index].split("|")
+        if not all(name in commands[0].commands for name in names):
+            return [f"command {tokens[index]}"]
+        commands = [commands[0].commands[name] for name in names]
+        index += 1
+    unknown: list[str] = []
+    for command in commands:
+        options = {"--help", "-h"} | {
+            option
+            for param in command.params
+            for option in [*param.opts, *getattr(param, "secondary_opts", [])]
+        }
+        for token in tokens[index:]:
+            if token.startswith("--"):
+                unknown += [
+                    f"{command.name} {name}"
+                    for name in token.split("=")[0].split("|")
+                    if name not in options
+                ]
+    return unknown
+
+
+def test_every_smyth_command_the_docs_show_exists_with_its_options() -> None:
+    lines = [(b.id, line) for b in blocks("bash") for line in _smyth_command_lines(b.code)]
+    assert len(lines) >= 40  # the collector found them
+    wrong = {f"{where}: {line}": _unknown_in(line) for where, line in lines}
+    assert {where: names for where, names in wrong.items() if names} == {}
+
+
+def test_the_command_check_catches_a_missing_option() -> None:
+    assert _unknown_in("smyth approve ID --by me --no-such-option") == ["approve --no-such-option"]
+    assert _unknown_in("smyth schedule pause|frobnicate ID") == ["command pause|frobnicate"]
