@@ -40,6 +40,15 @@ async def test_an_agent_no_worker_has_is_a_404_and_no_run_of_it_is_left(
     ):
         first = await http.post("/v1/agents/Nope/runs", json={"prompt": "hi"}, headers=headers)
         again = await http.post("/v1/agents/Nope/runs", json={"prompt": "hi"}, headers=headers)
+        # Refused by every route that would start a run of it, sessions and chat too.
+        session = await http.post(
+            "/v1/agents/Nope/sessions/s1/messages", json={"text": "hi"}, headers=headers
+        )
+        chat = await http.post(
+            "/openai/v1/chat/completions",
+            json={"model": "Nope", "messages": [{"role": "user", "content": "hi"}]},
+            headers=headers,
+        )
         served = await http.post("/v1/agents/Analyst/runs", json={"prompt": "hi"}, headers=headers)
         assert served.status_code == 201, served.text
         await agents.result(served.json()["workflow_id"])
@@ -53,6 +62,9 @@ async def test_an_agent_no_worker_has_is_a_404_and_no_run_of_it_is_left(
             f"no worker serves agent 'Nope' on task queue '{task_queue}'"
         )
         assert problem["detail"].endswith("the agents served here: Analyst")
+    assert session.status_code == chat.status_code == 404, (session.text, chat.text)
+    assert "no worker serves agent 'Nope'" in session.json()["detail"]
+    assert "no worker serves agent 'Nope'" in chat.json()["error"]["message"]
     # Only the probe that asked the worker, which runs no agent code, was ever started.
     assert len(nope) == 1 and nope[0].startswith("smyth-probe-Nope-"), nope
     status = (await client.get_workflow_handle(nope[0]).describe()).status

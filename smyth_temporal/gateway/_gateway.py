@@ -41,8 +41,8 @@ log = structlog.get_logger("smyth_temporal.gateway")
 T = TypeVar("T")
 
 REFUSED_FOR = 30.0
-"""Seconds an agent that no worker served is refused without asking again (a worker
-with it may be deployed meanwhile: then the next request after this finds it)."""
+"""Seconds between two probes of an agent no worker served: it is refused by every
+route until a probe finds a worker with it (one may be deployed meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ class Gateway:
     _served: dict[str, bool] = field(init=False, default_factory=dict)
     _refused_at: dict[str, float] = field(init=False, default_factory=dict)
     _probes: dict[str, asyncio.Future[bool | None]] = field(init=False, default_factory=dict)
+    _background: set[asyncio.Future[bool | None]] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         self._names = tuple(dict.fromkeys(agent_name(a) for a in self.served))
@@ -121,7 +122,14 @@ class Gateway:
             served = ", ".join(self._names) or "none"
             raise UnknownAgentError(f"unknown agent {name!r}; this gateway serves: {served}")
         refused = self._refused_at.get(name)
-        if refused is not None and time.monotonic() - refused < REFUSED_FOR:
+        if refused is not None:
+            # Refused until a probe finds a worker with it; one probe every REFUSED_FOR
+            # seconds, in the background, so no request of any route waits for it.
+            if time.monotonic() - refused >= REFUSED_FOR and name not in self._probes:
+                self._refused_at[name] = time.monotonic()
+                task = asyncio.ensure_future(self._probe_again(name))
+                self._background.add(task)  # referenced until done, or it may be collected
+                task.add_done_callback(self._background.discard)
             raise UnknownAgentError(
                 f"no worker serves agent {name!r} on task queue {self.agents.task_queue!r}; "
                 f"{self._known(name)}"
@@ -147,6 +155,13 @@ class Gateway:
         if served is not None:
             self._remember(name, served)
         return served
+
+    async def _probe_again(self, name: str) -> bool | None:
+        try:
+            return await self.check_served(name)
+        except Exception as exc:  # nobody awaits it: say why, refuse on until the next
+            log.warning("gateway.probe_failed", agent=name, error=str(exc))
+            return None
 
     async def confirm_started(self, workflow_id: str, name: str) -> None:
         """Make sure a worker took the run just started; terminate it if none has the agent.
