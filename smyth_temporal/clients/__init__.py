@@ -13,6 +13,7 @@
 Added in 0.3.0 (the clients were ``smyth_temporal.client`` and private modules).
 """
 
+from smyth_temporal.clients._approvals import ApprovalPage
 from smyth_temporal.clients._base import AgentRef, agent_name, connect_client
 from smyth_temporal.clients._sessions import ReplyChunk, ReplyStream
 from smyth_temporal.clients.agents import AgentClient, PendingApproval
@@ -26,6 +27,7 @@ from smyth_temporal.clients.schedules import (
 __all__ = [
     "AgentClient",
     "AgentRef",
+    "ApprovalPage",
     "MemoryClient",
     "PendingApproval",
     "ReplyChunk",
