@@ -2,9 +2,10 @@
 
 The gateway runs on loopback in a thread of its own (its own event loop, Temporal
 client and worker), so Schemathesis calls it as any HTTP client would. Both tenants
-have runs waiting for an approval and finished runs, so listings have something to
-leak. For every generated request, sent with each role's key of one tenant and an
-admin key of the other:
+have a run waiting for an approval, so listings and run routes have something to leak
+(some generated requests are aimed at them and at the agents served). For every
+generated request, sent with each role's key of one tenant and an admin key of the
+other:
 
 - no answer is a 500, and none carries a traceback;
 - no answer names a run of the tenant the key does not belong to.
