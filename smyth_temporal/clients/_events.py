@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
@@ -104,6 +105,8 @@ class Feed:
         self._done = False
         self._changed = asyncio.Event()
         self._backfilling = asyncio.Lock()
+        self._opened = asyncio.Event()
+        """Set once the feed's first read is in (or it ended before one)."""
         self._reader = reader or StreamReader(client, workflow_id)
         self._task = asyncio.create_task(self._pump())
 
@@ -160,10 +163,14 @@ class Feed:
         the feed lacks, instead of a second reading of the run. Turns that old are
         over, so their live channels are not followed.
         """
+        await self._opened.wait()  # the feed's own first read decides where it starts
         async with self._backfilling:
             if start >= self.start:
                 return
             batch = await self._reader.read_range(start, self.start)
+            if batch.first_missing is not None and batch.first_available > self.start:
+                # Gone from the run since the feed read them: the feed still has them.
+                batch = dataclasses.replace(batch, first_available=self.start)
             events = [e for e, _ in self._parsed(batch)]
             if events and isinstance(events[-1], EventsMissed):
                 first = self._events[0] if self._events else None
@@ -204,18 +211,15 @@ class Feed:
         return events
 
     async def _pump(self) -> None:
-        # Until the first read is in, no backfill: a start beyond the stream's end moves
-        # back to it first (the feed then holds everything from there, as it reads).
-        opening = True
-        await self._backfilling.acquire()
         try:
             async for batch in self._reader.read(self.start):
-                if opening:
-                    opening = False
+                if not self._opened.is_set():
+                    # A start beyond the stream's end moves back to it (the feed holds
+                    # everything from there, as it reads); read-backs wait for this.
                     if not batch.items and batch.first_missing is None:
                         self.start = min(self.start, batch.next_offset)
                         self._last = min(self._last, self.start - 1)
-                    self._backfilling.release()
+                    self._opened.set()
                 for event, gap in self._parsed(batch):
                     if gap:
                         _log.warning(
@@ -247,8 +251,7 @@ class Feed:
             self._error = exc
             _log.warning("events.read_failed", workflow_id=self.workflow_id, error=str(exc))
         finally:
-            if opening:
-                self._backfilling.release()
+            self._opened.set()
             for channel in self._channels.values():
                 channel.cancel()
             self._done = True
