@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from smyth_temporal.exceptions import UserError
 
-__all__ = ["workflow_name", "workflow_type_name"]
+__all__ = ["PROBE_ID_PREFIX", "workflow_name", "workflow_type_name"]
+
+PROBE_ID_PREFIX = "smyth-probe-"
+"""Workflow ids of the runs ``AgentClient.check_served`` starts to ask whether a worker
+has an agent; agent workers end them before any agent code runs (``_probe``)."""
 
 
 def workflow_type_name(cls: object) -> str | None:

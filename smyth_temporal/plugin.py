@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from smyth_temporal._model_queue import ModelQueueInterceptor, ModelQueueRoute
 from smyth_temporal._passthrough import shared_modules
+from smyth_temporal._probe import ProbeInterceptor
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.activities.tools import tool_activities
@@ -292,7 +293,12 @@ class SmythPlugin(SimplePlugin):
                 config["task_queue"],
                 ModelQueueRoute(config["task_queue"], served=self._serve_model_queue),
             )
-            config["interceptors"] = [*config.get("interceptors", ()), ModelQueueInterceptor(route)]
+            # Probe runs (is the agent served?) end before any agent code runs.
+            config["interceptors"] = [
+                *config.get("interceptors", ()),
+                ModelQueueInterceptor(route),
+                ProbeInterceptor(),
+            ]
         serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
         # Agents that compact their context archive the compacted turns to memory, so
         # they get the memory activities too; the store opens at the first call.
@@ -374,7 +380,7 @@ class SmythPlugin(SimplePlugin):
             interceptors=[
                 i
                 for i in config.get("interceptors", ())
-                if not isinstance(i, ModelQueueInterceptor)
+                if not isinstance(i, ModelQueueInterceptor | ProbeInterceptor)
             ],
             identity=config.get("identity"),
             deployment_config=config.get("deployment_config"),

@@ -20,3 +20,17 @@ class Notetaker(AgentWorkflow):
         self.begin(input)
         self.data["notes"] = NOTES
         return self.finish("noted", status="completed")
+
+
+DAILY_CHECK = AgentInput(prompt="daily check")
+
+
+@workflow.defn
+class Defaulted(AgentWorkflow):
+    """An agent whose input has a default (a scheduled check, say): a probe could run it."""
+
+    config = AgentConfig(model="test-model", instructions="Check.")
+
+    @workflow.run
+    async def run(self, input: AgentInput = DAILY_CHECK) -> AgentResult:
+        return await self.run_agent(input)

@@ -64,6 +64,7 @@ LAYERS: list[set[str]] = [
         "plugin",
         "_passthrough",
         "_model_queue",
+        "_probe",
         "testing",
         "devserver",
         "mcp_server",

@@ -10,6 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, UnknownAgentError
+from smyth_temporal._names import PROBE_ID_PREFIX
 from smyth_temporal.cli import main as cli
 from smyth_temporal.clients._visibility import executions
 from smyth_temporal.gateway import KeyStore, create_app, serve
@@ -17,6 +18,7 @@ from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from tests.agents import Analyst
 from tests.cli_models import trader
 from tests.cli_support import free_port
+from tests.gateway_agents import Defaulted
 from tests.gateway_support import bearer
 from tests.trader import Trader
 
@@ -127,3 +129,17 @@ async def test_a_run_the_worker_lacks_the_agent_for_is_terminated_and_a_404(
     status = (await client.get_workflow_handle(terminated).describe()).status
     assert status is not None and status.name == "TERMINATED"
     await client.get_workflow_handle(served.json()["workflow_id"]).terminate()
+
+
+async def test_a_probe_runs_no_agent_code_even_when_the_input_has_a_default(
+    client: Client, task_queue: str
+) -> None:
+    agents = AgentClient(client, task_queue=task_queue)
+    model = ScriptedModel([reply("checked")])
+    async with agent_worker(client, Defaulted, model=model, task_queue=task_queue):
+        assert await agents.check_served(Defaulted) is True
+        [probe] = await runs_of(client, "Defaulted", task_queue)
+        history = await client.get_workflow_handle(probe).fetch_history()
+    assert probe.startswith(PROBE_ID_PREFIX)
+    assert model.requests == []  # the model was never asked
+    assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)

@@ -21,6 +21,7 @@ from temporalio.client import (
 from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
+from smyth_temporal._names import PROBE_ID_PREFIX
 from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval, ended_refusal
 from smyth_temporal.clients._audit import read_audit
 from smyth_temporal.clients._base import (
@@ -279,10 +280,11 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         """Whether a worker on the queue has ``agent``, asked without running it.
 
         The mechanism of ``confirm_pickup``, on a probe: a run of the agent's type
-        (``smyth-probe-<agent>-<random>``) started *without input*, so no agent code
-        gets as far as a model call. A worker that lacks the type fails its first task
-        as "not registered"; one that has it fails it for the missing input (a warning
-        in that worker's log names the probe). The probe is terminated either way.
+        (``smyth-probe-<agent>-<random>``) started without input. A worker that lacks
+        the type fails its first task as "not registered"; an agent worker that has it
+        ends the run in its first task before any agent code runs (``SmythPlugin``'s
+        probe guard; a worker without the plugin fails the task on the missing input).
+        The probe is terminated either way.
 
         Args:
             agent: The agent class or its workflow type name.
@@ -299,7 +301,7 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         name = agent_name(agent)
         handle = await self.client.start_workflow(
             name,
-            id=f"smyth-probe-{name}-{uuid.uuid4().hex[:12]}",
+            id=f"{PROBE_ID_PREFIX}{name}-{uuid.uuid4().hex[:12]}",
             task_queue=task_queue or self.task_queue,
             execution_timeout=_PROBE_LIFETIME,  # gone even if the terminate is lost
         )
