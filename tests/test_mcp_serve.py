@@ -119,6 +119,18 @@ async def test_an_mcp_client_starts_a_run_approves_it_and_reads_the_result(
         waiting = await call(mcp, "run_result", workflow_id=workflow_id, wait_seconds=0.2)
         assert waiting == {"finished": False, "status": "awaiting_approval", "step": 1}
 
+        # Without the request's id or hash, the only pending request is shown, not
+        # decided: it may not be the one the person looked at.
+        for unnamed in ({}, {"arguments_sha256": "0" * 64}):
+            blind = await mcp.call_tool(
+                "decide_approval", {"workflow_id": workflow_id, "approve": True, **unnamed}
+            )
+            assert blind.is_error, blind
+            assert approval["request"]["id"] in text_of(blind)
+            assert approval["request"]["arguments_sha256"] in text_of(blind)
+        waiting = await call(mcp, "run_result", workflow_id=workflow_id, wait_seconds=0.2)
+        assert waiting["status"] == "awaiting_approval"
+
         decided = await call(
             mcp,
             "decide_approval",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from smyth_temporal.exceptions import ConfigurationError, SmythError
 from smyth_temporal.mcp_server._auth import Callers, RequireKey, is_loopback
 from smyth_temporal.security._keys import KeyStore
 from smyth_temporal.types.agent import AgentInput
+from smyth_temporal.types.approvals import ApprovalRequest
 
 __all__ = ["DEFAULT_RESULT_WAIT", "Transport", "agents_mcp_server", "http_keys", "serve_mcp"]
 
@@ -199,7 +201,9 @@ def agents_mcp_server(
         Args:
             workflow_id: The run's workflow id.
             approve: True to let the call run, false to refuse it (the model is told).
-            request_id: The request (needed only when the run has several pending).
+            request_id: The request you showed the person (from list_approvals).
+                Without it, ``arguments_sha256`` must name what they saw: the only
+                pending request is decided only if its arguments still hash to it.
             by: Who decides (kept in the audit trail); with an API key, the key's
                 name is recorded whatever this says.
             comment: Why (the model sees it on a rejection).
@@ -209,6 +213,12 @@ def agents_mcp_server(
         client = caller(ctx)
         by = by or "mcp"  # with a key, the client records the key's name instead
         with _refusals():
+            if request_id is None:
+                # "The only pending request" may not be the one the person looked at.
+                await client.identity.owns(workflow_id, "approve")  # refused before shown
+                request_id = _shown_request(
+                    await client.pending_request(workflow_id), arguments_sha256
+                )
             if approve:
                 outcome = await client.approve(
                     workflow_id,
@@ -223,6 +233,19 @@ def agents_mcp_server(
         return {"decided": request.model_dump(mode="json") if request else None}
 
     return server
+
+
+def _shown_request(pending: ApprovalRequest, arguments_sha256: str | None) -> str:
+    """The id of ``pending``, if the decision names its arguments; else a refusal showing it."""
+    if arguments_sha256 == pending.arguments_sha256:
+        return pending.id
+    shown = json.dumps(pending.arguments, sort_keys=True)
+    problem = "names other arguments" if arguments_sha256 else "names no request"
+    raise ToolError(
+        f"the decision {problem}: request {pending.id} is pending ({pending.tool} with "
+        f"{shown}, arguments_sha256 {pending.arguments_sha256}). Show it to the person, "
+        "then decide with its request_id or arguments_sha256."
+    )
 
 
 @contextlib.contextmanager
