@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -28,12 +27,6 @@ from smyth_temporal import SmythPlugin
 HISTORY = Path(__file__).parent / "chaos_histories" / "approval_decided_with_its_request.json"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="on replay temporalio applies the update before the code that makes its request "
-    "(decide_approval: unknown request; a waiting handler: nondeterminism, the class of "
-    "sdk-rust#943): needs a way round in the approvals code; owner: approvals (issue 23)",
-)
 async def test_an_approval_accepted_with_its_request_replays() -> None:
     history = WorkflowHistory.from_json("chaos-approval-81", HISTORY.read_text())
     replayer = Replayer(workflows=[ChaosTrader], plugins=[SmythPlugin()])

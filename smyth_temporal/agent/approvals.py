@@ -17,6 +17,7 @@ from temporalio import workflow
 
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._telemetry import approval_decided, approval_requested
+from smyth_temporal.agent._update_order import UpdateAcceptance
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.exceptions import (
@@ -55,8 +56,10 @@ class Approvals:
         find: The tool the agent has under a name now, to check edited arguments
             (default: ``config.tool``; the agent adds its MCP tools).
         patched: ``workflow.patched`` (a stand-in in unit tests).
+        replaying: ``workflow.unsafe.is_replaying`` (a stand-in in unit tests).
 
-    Added in 0.3.0. Changed in 0.3.0: ``find``. Changed in 0.8.0: ``patched``.
+    Added in 0.3.0. Changed in 0.3.0: ``find``. Changed in 0.8.0: ``patched``,
+    ``replaying``.
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class Approvals:
         interrupted: Callable[[], bool] = lambda: False,
         find: Callable[[str], Tool | None] | None = None,
         patched: Callable[[str], bool] = workflow.patched,
+        replaying: Callable[[], bool] = workflow.unsafe.is_replaying,
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
@@ -81,6 +85,7 @@ class Approvals:
         self._interrupted = interrupted
         self._find = find or config.tool
         self._patched = patched
+        self._replaying = replaying
         self._builtin: dict[str, Tool] = {}
 
     @property
@@ -207,6 +212,45 @@ class Approvals:
     def check(self, decision: ApprovalDecision) -> ApprovalRequest:
         """The pending request ``decision`` applies to (see ``check_decision``)."""
         return check_decision(decision, self.requests, self._validate_edit)
+
+    async def decide(self, decision: ApprovalDecision) -> ApprovalRequest:
+        """Apply a decision the update's validator accepted; the decided request.
+
+        Validators do not run on replay, and temporalio hands an update to its handler
+        before the activation's other jobs. So a decision accepted live in the workflow
+        task that made its request (the validator saw the request: the run had made it
+        by then) meets no request when replayed. Refusing it would fail every replay
+        of the run. Instead, on replay only, the decision waits until the workflow code
+        has run on the other jobs and blocks, where the original run took it; then its
+        acceptance moves behind the commands made meanwhile (``UpdateAcceptance``), and
+        it is applied: the replay makes the commands the original run made, in order.
+
+        Live, a decision that does not fit is refused (its validator refused it first).
+
+        Raises:
+            InvalidDecisionError: Not replaying, and ``check`` refuses the decision.
+
+        Added in 0.8.0.
+        """
+        try:
+            request = self.check(decision)
+        except InvalidDecisionError:
+            if not self._replaying():
+                raise
+            acceptance = UpdateAcceptance()
+            await workflow.wait_condition(lambda: self._fits(decision))
+            acceptance.move_last()
+            request = self.check(decision)
+            self._log.info("approval.decision_replayed_late", request_id=request.id)
+        self.apply(request, decision)
+        return request
+
+    def _fits(self, decision: ApprovalDecision) -> bool:
+        try:
+            self.check(decision)
+        except InvalidDecisionError:
+            return False
+        return True
 
     def apply(
         self,

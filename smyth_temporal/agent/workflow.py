@@ -198,11 +198,9 @@ class AgentWorkflow:
         return self.lifecycle.snapshot(self._input)
 
     @workflow.update(name=APPROVAL_UPDATE)
-    def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
-        """Apply a decision and answer with the decided request."""
-        request = self.approvals.check(decision)
-        self.approvals.apply(request, decision)
-        return ApprovalOutcome(request=request)
+    async def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
+        """Apply a decision and answer with the decided request (see ``Approvals.decide``)."""
+        return ApprovalOutcome(request=await self.approvals.decide(decision))
 
     @decide_approval.validator
     def _validate_decision(self, decision: ApprovalDecision) -> None:
