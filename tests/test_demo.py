@@ -248,6 +248,7 @@ async def test_demo_lets_a_person_approve(env: WorkflowEnvironment, tmp_path: Pa
                 "-m",
                 "smyth_temporal.cli",
                 *words[1:],
+                cwd=tmp_path,  # where the person ran the demo: its project, its store
                 env=clean_environ(),
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
