@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from structlog.testing import capture_logs
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentConfig, tool
@@ -184,3 +185,27 @@ async def test_a_5000_deep_mcp_call_is_answered_to_the_model_and_the_run_goes_on
     assert result.status == "completed"
     assert result.output.startswith("Error: Invalid arguments for tool 'get_current_time'")
     assert f"nested more than {MAX_ARGUMENT_DEPTH} levels deep" in result.output
+
+
+def test_an_mcp_tool_whose_schema_could_wedge_the_run_is_left_out() -> None:
+    # A server's schema enters the agent's history and is decoded by workflow code:
+    # nested past the decoder's limit (about 200) it would fail every workflow task.
+    from mcp.types import Tool as ServerTool
+
+    from smyth_temporal.mcp._activities import MAX_SCHEMA_DEPTH, _offerable
+
+    def nested(levels: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(levels):
+            schema = {"type": "object", "properties": {"x": schema}}
+        return schema
+
+    fine = ServerTool(name="fine", input_schema=nested(MAX_SCHEMA_DEPTH // 2 - 1))
+    deep = ServerTool(name="deep", input_schema=nested(300))
+    huge = ServerTool(
+        name="huge",
+        input_schema={"type": "object", "description": "x" * (300 * 1024)},
+    )
+    with capture_logs() as logs:
+        assert [_offerable("s", t) for t in (fine, deep, huge)] == [True, False, False]
+    assert [e["tool"] for e in logs if e["event"] == "mcp.tool_left_out"] == ["deep", "huge"]

@@ -53,6 +53,7 @@ from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities.tools import render_output
 from smyth_temporal.exceptions import ConfigurationError, MCPServerError
 from smyth_temporal.mcp._connections import MCPConnections, reason
+from smyth_temporal.tools import value_depth
 from smyth_temporal.types.mcp import (
     MCP_IDEMPOTENCY_KEY_META,
     MCPCallOutcome,
@@ -85,6 +86,13 @@ _TRANSPORT_CODES = {CONNECTION_CLOSED, REQUEST_TIMEOUT}
 """JSON-RPC errors of the transport, not of the tool: a retry on a new connection may work."""
 
 _MAX_PAGES = 100
+
+MAX_SCHEMA_DEPTH = 64
+"""How deeply a server's tool schema may nest to be offered (JSON schemas of real tools
+nest a handful of levels; workflow code decodes at most about 200)."""
+
+MAX_SCHEMA_CHARS = 256 * 1024
+"""How large (as JSON) a server's tool schema may be to be offered."""
 """Pages of a tool listing followed at most (a server whose cursor never ends)."""
 
 
@@ -120,7 +128,7 @@ class MCPActivities:
             _log.warning("mcp.list_failed", server=server, agent=request.agent, error=reason(exc))
             raise classify(exc, server, "read_only") from masked_cause(exc)
         _log.info("mcp.listed", server=server, agent=request.agent, tools=len(tools))
-        return MCPToolList(server=server, tools=[_info(t) for t in tools])
+        return MCPToolList(server=server, tools=[_info(t) for t in tools if _offerable(server, t)])
 
     async def call_tool(self, server: str, request: MCPCallRequest) -> MCPCallOutcome:
         """Call one tool with the call's idempotency key in ``_meta``; bound the result."""
@@ -207,6 +215,29 @@ def _render_block(block: ContentBlock) -> str:
     if isinstance(block, ResourceLink):
         return f"[resource link: {block.uri}]"
     return f"[{type(block).__name__} not shown]"
+
+
+def _offerable(server: str, tool: Tool) -> bool:
+    """Whether ``tool``'s schema is small and shallow enough to enter workflow code.
+
+    A server's schema is recorded in the agent's history and decoded by workflow code:
+    one nested past the decoder's recursion limit (about 200) would fail that workflow
+    task on every attempt and wedge the run; one of megabytes would bloat every model
+    request. Such a tool is left out (logged); the agent goes on with the others.
+    """
+    depth = value_depth(tool.input_schema, MAX_SCHEMA_DEPTH)
+    size = len(json.dumps(tool.input_schema)) if depth <= MAX_SCHEMA_DEPTH else 0
+    if depth <= MAX_SCHEMA_DEPTH and size <= MAX_SCHEMA_CHARS:
+        return True
+    _log.warning(
+        "mcp.tool_left_out",
+        server=server,
+        tool=tool.name,
+        reason=f"its input schema nests {depth} levels (at most {MAX_SCHEMA_DEPTH})"
+        if depth > MAX_SCHEMA_DEPTH
+        else f"its input schema has {size} characters (at most {MAX_SCHEMA_CHARS})",
+    )
+    return False
 
 
 def _info(tool: Tool) -> MCPToolInfo:

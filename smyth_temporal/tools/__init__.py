@@ -10,7 +10,7 @@ side). ``tool_context()`` is what a tool function reads inside its activity.
 from smyth_temporal.tools._context import ToolContext, tool_context
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._mcp import MCPTool
-from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool, tool
+from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool, tool, value_depth
 from smyth_temporal.types.tools import ToolEffect
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "ToolExecutor",
     "tool",
     "tool_context",
+    "value_depth",
 ]
