@@ -12,6 +12,9 @@ the run never ends (bench/README.md, "Chaos").
 ``chaos_histories/approval_decided_with_its_request.json`` is that run (a
 ``ChaosTrader`` of ``bench/chaos.py``, 100 kills, seed 12), cut before the failed
 workflow task: events 24-32 hold the task that asked for the approval and accepted it.
+It replays now (``Approvals.decide`` holds such a decision on replay, and
+``agent._update_order`` puts its acceptance back where the run had it). Live, such a
+decision is refused with a clear error, and a signalled one is no longer dropped.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from smyth_temporal.types.approvals import APPROVAL_UPDATE, ApprovalDecision, ApprovalOutcome
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+)
 from tests.agents import read_ledger
 from tests.trader import Trader
 from tests.trading import TRADER_TOOLS
@@ -77,6 +85,14 @@ def _events(history: WorkflowHistory, kind: EventType.ValueType) -> list[int]:
 async def _until(client: Client, workflow_id: str, kind: EventType.ValueType) -> None:
     # Polls history (no timing threshold: the event comes or the test's timeout ends it).
     while not _events(await client.get_workflow_handle(workflow_id).fetch_history(), kind):
+        await asyncio.sleep(0.05)
+
+
+async def _until_count(
+    client: Client, workflow_id: str, kind: EventType.ValueType, count: int
+) -> None:
+    handle = client.get_workflow_handle(workflow_id)
+    while len(_events(await handle.fetch_history(), kind)) < count:
         await asyncio.sleep(0.05)
 
 
@@ -147,3 +163,69 @@ async def test_a_decision_sent_before_its_request_exists_is_refused_and_loses_no
     replayer = Replayer(workflows=[Trader], plugins=[SmythPlugin()])
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert replayed.replay_failure is None
+
+
+async def test_a_decision_signalled_with_the_event_that_makes_its_request_is_applied(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    """A signalled decision that reaches the run with its request's event is not lost.
+
+    As above, but the decision is a signal: temporalio hands it to the run before the
+    model call's completion, live as on replay. It used to find no request and be
+    dropped (logged), leaving the run waiting for a decision the client had sent.
+    """
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=3), reply("sold")])
+    async with agent_worker(
+        client, Trader, model=model, task_queue=task_queue, no_remote_activities=True
+    ):
+        handle = await agents.start(Trader, "Sell 3 ACME")
+        await _until(client, handle.id, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    activities = [ModelActivities(model).complete, *tool_activities(TRADER_TOOLS)]
+    async with Worker(client, task_queue=task_queue, activities=activities):
+        await _until(client, handle.id, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+    decision = ApprovalDecision(request_id="apr-1-call_1_0", approved=True, by="alice")
+    await client.get_workflow_handle(handle.id).signal(APPROVAL_SIGNAL, decision)
+    async with agent_worker(
+        client, Trader, model=model, task_queue=task_queue, max_cached_workflows=0
+    ):
+        # The task that took the signal and the completion together has completed.
+        await _until_count(client, handle.id, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, 2)
+        decided = (await agents.state(handle.id)).approvals
+        assert [(r.id, r.status) for r in decided] == [("apr-1-call_1_0", "approved")]
+        result = await agents.result(handle.id)
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+
+    assert result.output == "sold"
+    assert [e["tool"] for e in read_ledger(ledger)] == ["sell"]
+    assert _events(history, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED) == []
+    replayer = Replayer(workflows=[Trader], plugins=[SmythPlugin()])
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None
+
+
+async def test_a_signalled_decision_never_waits_for_a_request_made_later(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # A decision for the next step's request, signalled early, is dropped (as before):
+    # that request, made in a later activation, still waits for a person.
+    sells = [tool_call("sell", symbol="ACME", quantity=n) for n in (1, 2)]
+    model = ScriptedModel([*sells, reply("done")])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        handle = await agents.start(Trader, "Sell twice")
+        await _until(client, handle.id, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
+        early = ApprovalDecision(request_id="apr-2-call_2_0", approved=True, by="mallory")
+        await client.get_workflow_handle(handle.id).signal(APPROVAL_SIGNAL, early)
+        await _until(client, handle.id, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+        await agents.approve(handle.id, request_id="apr-1-call_1_0", by="alice")
+        await _until_count(client, handle.id, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 3)
+        while len((state := await agents.state(handle.id)).approvals) < 2:
+            await asyncio.sleep(0.05)
+        assert [(r.id, r.status) for r in state.approvals] == [
+            ("apr-1-call_1_0", "approved"),
+            ("apr-2-call_2_0", "pending"),
+        ]
+        await agents.reject(handle.id, request_id="apr-2-call_2_0", by="alice")
+        result = await agents.result(handle.id)
+
+    assert result.output == "done"
+    assert [(e["tool"], e["quantity"]) for e in read_ledger(ledger)] == [("sell", 1)]

@@ -35,7 +35,15 @@ from smyth_temporal.types.approvals import (
 from smyth_temporal.types.events import ApprovalDecided, ApprovalExpired, ApprovalRequested
 from smyth_temporal.types.messages import ToolCall
 
-__all__ = ["Approvals", "check_decision", "refusal"]
+__all__ = ["SIGNALLED_DECISIONS_PATCH", "Approvals", "check_decision", "refusal"]
+
+SIGNALLED_DECISIONS_PATCH = "smyth-signalled-decisions"
+"""A decision signalled with the event that makes its request is applied (0.8.0).
+
+Before, temporalio handed the signal to the run first, found no request and dropped
+it. Asked only for a signalled decision that does not fit when it arrives, so runs
+whose decisions all fitted replay as recorded.
+"""
 
 ArgumentsValidator = Callable[[str, Mapping[str, Any]], dict[str, Any]]
 """Validates edited arguments for a tool name; raises ``ValueError`` if they do not fit."""
@@ -57,9 +65,10 @@ class Approvals:
             (default: ``config.tool``; the agent adds its MCP tools).
         patched: ``workflow.patched`` (a stand-in in unit tests).
         replaying: ``workflow.unsafe.is_replaying`` (a stand-in in unit tests).
+        activation: Tells activations apart (the history length they were made at).
 
     Added in 0.3.0. Changed in 0.3.0: ``find``. Changed in 0.8.0: ``patched``,
-    ``replaying``.
+    ``replaying``, ``activation``.
     """
 
     def __init__(
@@ -74,6 +83,7 @@ class Approvals:
         find: Callable[[str], Tool | None] | None = None,
         patched: Callable[[str], bool] = workflow.patched,
         replaying: Callable[[], bool] = workflow.unsafe.is_replaying,
+        activation: Callable[[], int] = lambda: workflow.info().get_current_history_length(),
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
@@ -86,6 +96,7 @@ class Approvals:
         self._find = find or config.tool
         self._patched = patched
         self._replaying = replaying
+        self._activation = activation
         self._builtin: dict[str, Tool] = {}
 
     @property
@@ -244,6 +255,38 @@ class Approvals:
             self._log.info("approval.decision_replayed_late", request_id=request.id)
         self.apply(request, decision)
         return request
+
+    async def take_signalled(self, decision: ApprovalDecision) -> None:
+        """Apply a decision sent as a signal; one that does not fit is logged and ignored.
+
+        temporalio hands signals to the run before the activation's other jobs, live
+        and on replay alike. A decision signalled while the model call that asks for
+        its request completes (a client that saw the request pending in a workflow
+        task that a crash cut off) would find no request yet: it waits until the
+        workflow code has run on the rest of the activation, and is applied if it fits
+        then. What still does not fit when the next activation comes is dropped (as
+        before), so a decision never waits for a request made later.
+
+        Added in 0.8.0.
+        """
+        if self._fits(decision):
+            self.apply(self.check(decision), decision)
+            return
+        if self._patched(SIGNALLED_DECISIONS_PATCH):
+            arrived = self._activation()
+            await workflow.wait_condition(
+                lambda: self._activation() != arrived or self._fits(decision)
+            )
+            if self._activation() == arrived:
+                self.apply(self.check(decision), decision)
+                return
+        try:
+            self.check(decision)
+        except InvalidDecisionError as exc:
+            self._log.warning("approval.invalid_decision", error=str(exc), by=decision.by)
+            return
+        # It fits now, in a later activation: dropped all the same (see above).
+        self._log.warning("approval.late_decision", request_id=decision.request_id, by=decision.by)
 
     def _fits(self, decision: ApprovalDecision) -> bool:
         try:

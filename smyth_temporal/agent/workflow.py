@@ -48,7 +48,7 @@ from smyth_temporal.context import (
     plan_compaction,
     transcript_chunks,
 )
-from smyth_temporal.exceptions import InvalidDecisionError, InvalidMessageError, UserError
+from smyth_temporal.exceptions import InvalidMessageError, UserError
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.agent import (
@@ -207,15 +207,13 @@ class AgentWorkflow:
         # Runs before anything is written to history: an invalid decision leaves no trace.
         self.approvals.check(decision)
 
-    @workflow.signal(name=APPROVAL_SIGNAL)
-    def approval_decision(self, decision: ApprovalDecision) -> None:
-        """Apply a decision sent as a signal; an invalid one is logged and ignored."""
-        try:
-            request = self.approvals.check(decision)
-        except InvalidDecisionError as exc:
-            self._log.warning("approval.invalid_decision", error=str(exc), by=decision.by)
-            return
-        self.approvals.apply(request, decision)
+    # A decision still waiting when the run ends was never applied: no warning.
+    @workflow.signal(
+        name=APPROVAL_SIGNAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON
+    )
+    async def approval_decision(self, decision: ApprovalDecision) -> None:
+        """Apply a decision sent as a signal (see ``Approvals.take_signalled``)."""
+        await self.approvals.take_signalled(decision)
 
     @workflow.update(name=INTERRUPT_UPDATE)
     def interrupt(self, interrupt: Interrupt) -> InterruptOutcome:
