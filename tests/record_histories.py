@@ -27,10 +27,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
 from smyth_temporal._logging import configure_logging
+from smyth_temporal.activities import tool_activities
+from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.memory import MemoryManager
 from smyth_temporal.memory._edge import EdgeStore
 from smyth_temporal.memory._embed import HashEmbedder
@@ -45,6 +49,7 @@ from smyth_temporal.testing import (
     tool_call,
 )
 from smyth_temporal.types import AgentEvent, Message, ToolCall, TurnStarted
+from smyth_temporal.types.approvals import APPROVAL_SIGNAL, ApprovalDecision
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.budget_agents import PRICES_TOML, AskingSpender
@@ -52,6 +57,7 @@ from tests.context_agents import Concierge, Digest, Relay
 from tests.mcp_agents import Clock
 from tests.mcp_servers import time_server
 from tests.trader import Trader
+from tests.trading import sell
 from tests.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -183,6 +189,11 @@ CALL_IDS_SCENARIO = "trader_model_ids"
 """Trader gets three sells the model called ``a``, ``a`` and ``a~2``: the workflow names
 them ``call_1_0..2`` (patch ``smyth-call-ids``), each approved by its own request (0.8.0)."""
 
+SIGNALLED_SCENARIO = "trader_signalled_with_request"
+"""Trader's decision, signalled while no worker ran, reaches the run with the model
+call's completion that makes its request: held to the end of that activation and
+applied (patch ``smyth-signalled-decisions``, 0.8.0), every task replayed."""
+
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
@@ -192,6 +203,7 @@ SCENARIOS = (
     BUDGET_SCENARIO,
     APPROVAL_SCENARIO,
     CALL_IDS_SCENARIO,
+    SIGNALLED_SCENARIO,
 )
 
 
@@ -400,6 +412,36 @@ async def record_model_ids(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_signalled(client: Client, scenario: str) -> str:
+    """``Trader``: the decision signalled in the task that makes its request (see above)."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=4), tool_results])
+    id = workflow_id(scenario)
+    async with agent_worker(
+        client, Trader, model=model, task_queue=task_queue, no_remote_activities=True
+    ):
+        handle = await agents.start(Trader, AgentInput(prompt="Sell ACME"), id=id)
+        await _until(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    activities = [ModelActivities(model).complete, *tool_activities([sell])]
+    async with Worker(client, task_queue=task_queue, activities=activities):
+        await _until(handle, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+    decision = ApprovalDecision(request_id="apr-1-call_1_0", approved=True, by="ops")
+    await handle.signal(APPROVAL_SIGNAL, decision)
+    async with agent_worker(
+        client, Trader, model=model, task_queue=task_queue, max_cached_workflows=0
+    ):
+        result = await agents.result(handle.id)
+    if result.status != "completed":
+        raise RuntimeError(f"unexpected outcome: {result.status}")
+    return (await handle.fetch_history()).to_json()
+
+
+async def _until(handle: WorkflowHandle[Any, Any], kind: EventType.ValueType) -> None:
+    while not any(e.event_type == kind for e in (await handle.fetch_history()).events):
+        await asyncio.sleep(0.05)
+
+
 RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     **dict.fromkeys(SCRIPTED, record_scripted),
     CRASH_SCENARIO: record_crash,
@@ -413,6 +455,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     BUDGET_SCENARIO: record_budget,
     APPROVAL_SCENARIO: record_approval,
     CALL_IDS_SCENARIO: record_model_ids,
+    SIGNALLED_SCENARIO: record_signalled,
 }
 
 
