@@ -244,8 +244,10 @@ def test_worker_help_cites_an_example_module_that_exists() -> None:
 
 
 def test_worker_without_an_api_key_points_to_the_scripted_model(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], reset_structlog: None
 ) -> None:
+    # reset_structlog: main() points structlog at the captured stderr, closed after
+    # the test; later tests' log lines would fail on it.
     for name in ("OPENAI_API_KEY", "SMYTH_MODEL_PROVIDER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(ROOT)
