@@ -29,6 +29,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import Case
+from temporalio.service import RPCError
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.gateway import ROLES, GatewayOptions, KeyStore, create_app
@@ -84,7 +85,15 @@ async def _serve(address: str, keys_path: Path, fuzzed: Fuzzed) -> None:
         fuzzed.url = url
         fuzzed.stop = asyncio.Event()
         fuzzed.ready.set()
-        await fuzzed.stop.wait()
+        try:
+            await fuzzed.stop.wait()
+        finally:
+            # The fuzz starts runs and sessions of both tenants that wait for ever:
+            # end them, so later tests' listings on the shared server do not see them.
+            query = f"TaskQueue = '{agents.task_queue}' AND ExecutionStatus = 'Running'"
+            async for run in agents.client.list_workflows(query):
+                with contextlib.suppress(RPCError):  # ended meanwhile
+                    await agents.client.get_workflow_handle(run.id).terminate(reason="fuzz over")
 
 
 @pytest.fixture(scope="module")

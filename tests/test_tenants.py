@@ -96,7 +96,8 @@ async def test_the_client_keeps_tenants_apart(
             await attempt
     with pytest.raises(AgentNotFoundError):
         await anext(aiter(stranger.events(waiting_run)))
-    assert [p.workflow_id for p in await stranger.pending_approvals()] == []
+    # (Other tests' runs of globex may be waiting on the shared server: look at this one.)
+    assert waiting_run not in [p.workflow_id for p in await stranger.pending_approvals()]
     assert waiting_run in [p.workflow_id for p in await viewer.pending_approvals()]
     # Naming another tenant is refused outright, not silently redirected.
     with pytest.raises(AccessDeniedError, match="acts for tenant 'globex' only"):
