@@ -34,6 +34,7 @@ from smyth_temporal.cli.main import app, main
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 PACKAGE = ROOT / "smyth_temporal"
+README = ROOT / "README.md"
 
 sys.path.insert(0, str(DOCS / "hooks"))
 from settings_table import SETTINGS, settings_markdown  # noqa: E402
@@ -64,9 +65,9 @@ class Block:
 
 
 def blocks(language: str | None = None) -> list[Block]:
-    """The fenced blocks of every page, in order (optionally of one language)."""
+    """The fenced blocks of the README and every page, in order (optionally of one language)."""
     found: list[Block] = []
-    for path in sorted(DOCS.rglob("*.md")):
+    for path in [README, *sorted(DOCS.rglob("*.md"))]:
         lines = path.read_text(encoding="utf-8").splitlines()
         index = 0
         while index < len(lines):
@@ -86,7 +87,7 @@ def blocks(language: str | None = None) -> list[Block]:
             indent = len(lines[start]) - len(lines[start].lstrip())
             found.append(
                 Block(
-                    page=str(path.relative_to(DOCS)),
+                    page="README.md" if path == README else str(path.relative_to(DOCS)),
                     line=start + 1,
                     language=opening.group(1),
                     code="\n".join(ln[indent:] for ln in body) + "\n",
@@ -226,9 +227,12 @@ def _specs(text: str) -> list[tuple[str, str]]:
 
 
 def test_the_quick_start_names_modules_that_exist() -> None:
-    shell = [b for b in blocks("bash") if b.page == "getting-started.md"]
-    specs = [spec for block in shell for spec in _specs(block.code)]
-    assert ("examples.market_monitor.workflows", "MarketMonitor") in specs
+    for page in ("getting-started.md", "README.md"):
+        shell = [b for b in blocks("bash") if b.page == page]
+        names = [spec for block in shell for spec in _specs(block.code)]
+        assert ("examples.market_monitor.workflows", "MarketMonitor") in names, page
+    specs = [spec for block in blocks("bash") for spec in _specs(block.code)]
+    specs = [spec for spec in specs if spec[0].startswith("examples.")]
     for module, attribute in specs:
         assert _import_spec(module, attribute) is not None, f"{module}:{attribute}"
 
@@ -339,3 +343,37 @@ def test_every_smyth_command_the_docs_show_exists_with_its_options() -> None:
 def test_the_command_check_catches_a_missing_option() -> None:
     assert _unknown_in("smyth approve ID --by me --no-such-option") == ["approve --no-such-option"]
     assert _unknown_in("smyth schedule pause|frobnicate ID") == ["command pause|frobnicate"]
+
+
+# -- the README --------------------------------------------------------------------
+
+FIRST_LINES = [
+    "# smyth-temporal",
+    "",
+    "```bash",
+    "make demo   # fresh machine: installs everything into .venv, then runs the crash-recovery"
+    " demo (`smyth demo`)",
+    "make test   # fresh machine: installs everything into .venv, then runs the test suite"
+    " (`pytest`)",
+    "```",
+]
+
+
+def test_the_readme_starts_with_the_two_commands() -> None:
+    assert README.read_text(encoding="utf-8").splitlines()[: len(FIRST_LINES)] == FIRST_LINES
+
+
+def test_the_readme_is_what_a_newcomer_reads_in_five_minutes() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert "make docs" in text
+    assert "10 to 12 minutes" in text  # how long make test takes
+    assert "docs/getting-started.md" in text
+
+
+def test_the_readme_links_to_files_that_exist() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if not t.startswith(("http://", "https://", "mailto:"))]
+    assert local
+    assert [t for t in local if not (ROOT / t).exists()] == []
