@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 from smyth_temporal.exceptions import ConfigurationError
 
-__all__ = ["private_dir", "read_private_file"]
+__all__ = ["private_dir", "read_private_file", "write_atomically"]
 
 _OWNER_ONLY = 0o700
 
@@ -63,3 +65,22 @@ def read_private_file(path: Path, what: str) -> str:
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigurationError(f"{what} {path} is readable by others; chmod 600 {path}")
     return text
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all: owner-only, synced, then renamed into place.
+
+    A crash leaves the old file or the new one, never a truncated one; ``mkstemp``
+    creates the temporary file owner-only (0600), beside ``path`` so the rename is atomic.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

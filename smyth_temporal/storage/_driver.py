@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
-from smyth_temporal._files import private_dir
+from smyth_temporal._files import private_dir, write_atomically
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.storage._chunked import DEFAULT_CACHE_BYTES, ChunkedLayout
 from smyth_temporal.storage._namespaces import record_namespace
@@ -270,21 +268,9 @@ class ContentAddressedFileDriver(StorageDriver):
             pass
         # Missing, or truncated by a crash of a writer that skipped the sync: (re)write.
         path.parent.mkdir(exist_ok=True, mode=0o700)
-        # mkstemp creates the file owner-only (0600).
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as file:
-                file.write(blob)
-                file.flush()
-                # The reference goes into history once this returns: the bytes must be
-                # on disk first, or a machine crash could leave history pointing at a
-                # hole.
-                os.fsync(file.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        # The reference goes into history once this returns: the bytes must be on disk
+        # first, or a machine crash could leave history pointing at a hole.
+        write_atomically(path, blob)
 
     def _read(self, digest: str) -> bytes:
         path = self._checked(self.path_for(digest))

@@ -14,14 +14,12 @@ inventory ignores it):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from smyth_temporal._files import private_dir
+from smyth_temporal._files import private_dir, write_atomically
 
 __all__ = ["GcMark", "read_mark", "restore_trash", "store_clock", "trash_dir", "write_mark"]
 
@@ -90,17 +88,7 @@ def write_mark(root: Path, mark: GcMark | None) -> None:
             "candidates": sorted(mark.candidates),
         }
     )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mark.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as file:
-            file.write(body)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, body.encode())
 
 
 def trash_dir(root: Path) -> Path:
