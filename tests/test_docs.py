@@ -20,6 +20,7 @@ import importlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -150,7 +151,22 @@ def test_runnable_samples_run_against_a_dev_server(
         timeout=RUN_TIMEOUT,
         check=False,
     )
-    assert done.returncode == 0, f"{block.id} failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+    assert ran(done), f"{block.id} failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+
+
+def ran(done: subprocess.CompletedProcess[str]) -> bool:
+    """Whether a sample ran through: exit 0, or an abort in the interpreter's teardown.
+
+    temporalio's Rust threads can outlive the interpreter and abort its teardown
+    (temporalio/sdk-python#300: "PyGILState_Release ... finalizing", SIGABRT or
+    SIGSEGV) after the program has done and printed everything: about 1 run in 8 of
+    the approvals sample here. The project's own scripts end with ``os._exit`` for
+    it; a sample a reader copies should not have to.
+    """
+    if done.returncode == 0:
+        return True
+    teardown = "Python runtime state: finalizing" in done.stderr
+    return teardown and done.returncode in (-signal.SIGABRT, -signal.SIGSEGV)
 
 
 def test_the_first_agent_sample_prints_what_it_promises(address: str, tmp_path: Path) -> None:
