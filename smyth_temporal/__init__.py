@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     from smyth_temporal.plugin import SmythPlugin
     from smyth_temporal.settings import Settings
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 _LAZY = {
     "AgentClient": "smyth_temporal.clients",
