@@ -14,7 +14,7 @@ import pytest
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.gateway import KeyStore
-from smyth_temporal.gateway._throttle import AuthLimiter
+from smyth_temporal.security import AuthLimiter
 from smyth_temporal.security._identity import Principal
 from tests.cli_support import (
     PROCESS_TIMEOUT,

@@ -18,8 +18,8 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from smyth_temporal.gateway._gateway import Gateway, gateway_of
+from smyth_temporal.security import KeyRefused, authenticate
 from smyth_temporal.security._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
-from smyth_temporal.security._throttle import KeyRefused, authenticate
 
 __all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
 

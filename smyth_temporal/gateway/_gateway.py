@@ -23,7 +23,7 @@ from smyth_temporal.clients import AgentClient, AgentRef, agent_name
 from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.exceptions import UnknownAgentError
 from smyth_temporal.gateway._limits import StreamSlots
-from smyth_temporal.gateway._throttle import AuthLimiter
+from smyth_temporal.security import AuthLimiter
 from smyth_temporal.security._identity import Principal
 from smyth_temporal.security._keys import KeyStore
 

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from smyth_temporal.gateway._problems import problem_of, problem_response
-from smyth_temporal.security._identity import Principal
+from smyth_temporal.security import Principal
 
 __all__ = ["BodyLimit", "StreamSlots"]
 

@@ -7,6 +7,8 @@
   (``id:base64-of-32-bytes``, comma-separated, current first) or
   ``SMYTH_ENCRYPTION_KEY_FILE``; ``KeyProvider`` is the hook for a KMS.
 - ``new_key()``: a fresh key entry (``smyth encryption-key``).
+- ``authenticate``, ``AuthLimiter``, ``KeyRefused``: the key check and its brake on
+  failed attempts, shared by the gateway and the MCP server.
 - ``refusal(payload)``: the error a payload the codec refused reads as (``None`` if it
   was not refused), for code that reads decoded payloads itself.
 - ``KeyStore``, ``Principal``: API keys (hashed, each bound to a tenant and a role) and
@@ -52,10 +54,14 @@ if TYPE_CHECKING:
         SecretBackend,
         Secrets,
     )
+    from smyth_temporal.security._throttle import AuthLimiter, KeyRefused, authenticate
 
 _HOMES = {
     "ACCEPT_PLAINTEXT_ENV": "_plaintext",
     "refusal": "_plaintext",
+    "AuthLimiter": "_throttle",
+    "KeyRefused": "_throttle",
+    "authenticate": "_throttle",
     "ENCODING": "_encryption",
     "ENCRYPTION_COMPRESS_ENV": "_encryption",
     "EncryptionCodec": "_encryption",
@@ -97,11 +103,13 @@ __all__ = [
     "ROLES",
     "SECRETS_FILE_ENV",
     "ApiKey",
+    "AuthLimiter",
     "EncryptionCodec",
     "EncryptionKey",
     "EnvSecrets",
     "FileSecrets",
     "KeyProvider",
+    "KeyRefused",
     "KeyRing",
     "KeyStore",
     "Permission",
@@ -109,6 +117,7 @@ __all__ = [
     "Role",
     "SecretBackend",
     "Secrets",
+    "authenticate",
     "new_key",
     "refusal",
 ]
