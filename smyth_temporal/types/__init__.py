@@ -50,6 +50,7 @@ from smyth_temporal.types.events import (
     EventKind,
     EventsMissed,
     MessageCompleted,
+    NotificationFailed,
     RunFinished,
     RunStarted,
     StatusChanged,
@@ -75,6 +76,12 @@ from smyth_temporal.types.mcp import (
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance
 from smyth_temporal.types.messages import Message, Role, ToolCall, Usage
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.notifications import (
+    NOTIFY_ACTIVITY,
+    ApprovalNotice,
+    NoticeKind,
+    NotificationReceipt,
+)
 from smyth_temporal.types.sessions import (
     CLOSE_SESSION_SIGNAL,
     SESSION_EVENT_SIGNAL,
@@ -95,6 +102,7 @@ __all__ = [
     "INTERRUPT_UPDATE",
     "MCP_IDEMPOTENCY_KEY_META",
     "MODEL_ACTIVITY",
+    "NOTIFY_ACTIVITY",
     "SESSION_EVENT_SIGNAL",
     "SESSION_MESSAGE_UPDATE",
     "TERMINAL_STATUSES",
@@ -109,6 +117,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalDecision",
     "ApprovalExpired",
+    "ApprovalNotice",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalRequested",
@@ -136,6 +145,9 @@ __all__ = [
     "MessageCompleted",
     "ModelRequest",
     "ModelResponse",
+    "NoticeKind",
+    "NotificationFailed",
+    "NotificationReceipt",
     "OnTimeout",
     "Provenance",
     "Role",

@@ -37,6 +37,7 @@ __all__ = [
     "EventKind",
     "EventsMissed",
     "MessageCompleted",
+    "NotificationFailed",
     "RunFinished",
     "RunStarted",
     "StatusChanged",
@@ -67,6 +68,7 @@ EventKind = Literal[
     "approval_requested",
     "approval_decided",
     "approval_expired",
+    "notification_failed",
     "compaction",
     "continued_as_new",
     "status",
@@ -194,6 +196,23 @@ class ApprovalExpired(_Event):
     request: ApprovalRequest
 
 
+class NotificationFailed(_Event):
+    """A notification about a request could not be delivered (the request still waits).
+
+    Added in 0.9.0.
+    """
+
+    kind: Literal["notification_failed"] = "notification_failed"
+    request_id: str
+    channel: str
+    """The channel's name (what it stands for stays on the worker)."""
+    notice: Literal["requested", "escalated"] = "requested"
+    escalation: int = 0
+    """The escalation step it was about (0: the request itself)."""
+    error: str
+    """Why: the receiver's answer, or the deadline that ended the retries."""
+
+
 class CompactionDone(_Event):
     """Older messages were folded into a summary."""
 
@@ -254,6 +273,7 @@ AgentEvent = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | ApprovalExpired
+    | NotificationFailed
     | CompactionDone
     | ContinuedAsNew
     | StatusChanged
