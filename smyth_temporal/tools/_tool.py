@@ -26,6 +26,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
+from smyth_temporal.tools._policy import ApprovalPolicy, ApprovalRequirement
 from smyth_temporal.types.secrets import SECRET_NAME_PATTERN
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "TOOL_THREADS",
     "ApprovalPolicy",
+    "ApprovalRequirement",
     "Bounded",
     "Tool",
     "run_blocking",
@@ -110,10 +112,6 @@ Bounded = bool | Callable[[], bool]
 """Whether ``Tool.validate_arguments`` refuses arguments past the bounds: a flag, or a
 callable asked only when they are. Added in 0.8.0."""
 
-ApprovalPolicy = bool | Callable[..., bool]
-"""``True`` to gate every call, or a deterministic predicate over the validated
-arguments (called with them as keyword arguments) saying which calls need consent."""
-
 
 @dataclass(frozen=True)
 class Tool:
@@ -143,8 +141,9 @@ class Tool:
     """Retry policy of the tool's activity."""
     max_output_chars: int = DEFAULT_TOOL_MAX_OUTPUT_CHARS
     """Output past this many characters is truncated with a note to the model."""
-    requires_approval: ApprovalPolicy = False
-    """Whether a call waits for a person's decision before it runs."""
+    requires_approval: ApprovalRequirement = False
+    """Whether a call waits for a person's decision before it runs (see
+    ``ApprovalRequirement``; changed in 0.9.0: an ``ApprovalPolicy``)."""
     approval_timeout: timedelta | None = None
     """How long a request waits (default: the agent's ``approval_timeout``)."""
     on_timeout: OnTimeout | None = None
@@ -161,9 +160,17 @@ class Tool:
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether this call (with validated JSON ``arguments``) needs a decision first."""
+        if isinstance(self.requires_approval, ApprovalPolicy):
+            return self.requires_approval.gates(self.bind_arguments(arguments))
         if callable(self.requires_approval):
             return bool(self.requires_approval(**self.bind_arguments(arguments)))
         return bool(self.requires_approval)
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy | None:
+        """The tool's ``ApprovalPolicy``, if ``requires_approval`` is one. Added in 0.9.0."""
+        policy = self.requires_approval
+        return policy if isinstance(policy, ApprovalPolicy) else None
 
     @property
     def activity_name(self) -> str:
@@ -390,7 +397,7 @@ def tool(
     heartbeat_timeout: timedelta | None = None,
     retry: RetryPolicy | None = None,
     max_output_chars: int | None = None,
-    requires_approval: ApprovalPolicy = False,
+    requires_approval: ApprovalRequirement = False,
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
@@ -410,7 +417,7 @@ def tool(
     heartbeat_timeout: timedelta | None = None,
     retry: RetryPolicy | None = None,
     max_output_chars: int | None = None,
-    requires_approval: ApprovalPolicy = False,
+    requires_approval: ApprovalRequirement = False,
     approval_timeout: timedelta | None = None,
     on_timeout: OnTimeout | None = None,
     executor: str = ACTIVITY_EXECUTOR,
@@ -439,7 +446,9 @@ def tool(
         max_output_chars: Truncate longer output, with a note to the model.
         requires_approval: ``True``, or a deterministic predicate over the validated
             arguments (``lambda order: order.amount > 10_000``): such calls wait for a
-            person's decision (see ``ApprovalDecision``) before they run.
+            person's decision (see ``ApprovalDecision``) before they run. Or an
+            ``ApprovalPolicy``: which calls, which roles, how many approvers, by when,
+            escalation and the timeout policy.
         approval_timeout: How long a request waits (default: the agent's setting).
         on_timeout: ``"reject"``, ``"approve"`` or ``"fail"`` at the deadline
             (default: the agent's setting, itself ``"reject"``).
@@ -466,7 +475,8 @@ def tool(
 
     Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``,
     ``local``. Changed in 0.5.0: plain ``def`` functions (run in a thread); a 2 s
-    heartbeat timeout and a 250 ms first retry by default.
+    heartbeat timeout and a 250 ms first retry by default. Changed in 0.9.0:
+    ``requires_approval`` takes an ``ApprovalPolicy``.
     """
     bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
     if bad or isinstance(secrets, str):
@@ -532,6 +542,9 @@ def _where_defined(target: object) -> tuple[object, ...]:
 
     Module, name, file and line, and its annotations (which a factory may vary).
     """
+    if isinstance(target, ApprovalPolicy):
+        # Its repr holds the predicate's address, which differs in every sandbox.
+        return (repr(dataclasses.replace(target, when=None)), *_where_defined(target.when))
     code = getattr(target, "__code__", None)
     if code is None:
         return (repr(target) if not callable(target) else id(target),)

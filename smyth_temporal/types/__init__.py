@@ -6,7 +6,8 @@ can all depend on it and on nothing above it.
 
 - ``messages``: the conversation (``Message``, ``ToolCall``, ``Usage``).
 - ``agent``: a run's input, result, state and checkpoint.
-- ``approvals``, ``sessions``: what people and apps send to a running agent.
+- ``approvals``, ``sessions``: what people and apps send to a running agent;
+  ``quorum``: how decisions on a request made under a policy are counted.
 - ``model``, ``tools``, ``memory``, ``mcp``: what the workflow hands to its activities.
 - ``compaction``: the lineage record of a summary.
 - ``events``: what a run publishes to its event stream (``AgentEvent``).
@@ -34,7 +35,9 @@ from smyth_temporal.types.approvals import (
     ApprovalDecision,
     ApprovalOutcome,
     ApprovalRequest,
+    ApprovalRule,
     ApprovalStatus,
+    EscalationStep,
     arguments_sha256,
 )
 from smyth_temporal.types.audit import AuditEntry, AuditKind, AuditTrail
@@ -43,8 +46,10 @@ from smyth_temporal.types.events import (
     EVENTS_TOPIC,
     AgentEvent,
     ApprovalDecided,
+    ApprovalEscalated,
     ApprovalExpired,
     ApprovalRequested,
+    ApprovalVoted,
     CompactionDone,
     ContinuedAsNew,
     EventKind,
@@ -116,18 +121,22 @@ __all__ = [
     "AgentStatus",
     "ApprovalDecided",
     "ApprovalDecision",
+    "ApprovalEscalated",
     "ApprovalExpired",
     "ApprovalNotice",
     "ApprovalOutcome",
     "ApprovalRequest",
     "ApprovalRequested",
+    "ApprovalRule",
     "ApprovalStatus",
+    "ApprovalVoted",
     "AuditEntry",
     "AuditKind",
     "AuditTrail",
     "Compaction",
     "CompactionDone",
     "ContinuedAsNew",
+    "EscalationStep",
     "EventKind",
     "EventsMissed",
     "Interrupt",

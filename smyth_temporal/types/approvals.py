@@ -1,7 +1,10 @@
 """Human approvals as data: requests, decisions, and the hash that pins arguments.
 
 An agent records an ``ApprovalRequest`` when the model calls a gated tool; a person
-(or a script) answers with an ``ApprovalDecision`` through a signal or an update.
+(or a script) answers with an ``ApprovalDecision`` through a signal or an update. A
+request made under an ``ApprovalPolicy`` carries the policy's recorded part
+(``ApprovalRule``: roles, quorum, escalation) and the decisions counted so far, so the
+run and every interface judge a decision by the same data (``types.quorum``).
 """
 
 from __future__ import annotations
@@ -9,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from smyth_temporal.types.tools import OnTimeout
 
@@ -22,7 +25,9 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalOutcome",
     "ApprovalRequest",
+    "ApprovalRule",
     "ApprovalStatus",
+    "EscalationStep",
     "arguments_sha256",
 ]
 
@@ -65,6 +70,56 @@ class ApprovalDecision(BaseModel):
     """If given, must equal the request's hash: the approver saw these arguments."""
     arguments: dict[str, Any] | None = None
     """Edited arguments to run the tool with instead (validated against its schema)."""
+    role: str | None = None
+    """The decider's role, as the interface authenticated it (its API key's role);
+    ``None`` without keys (trusted local use: roles are not checked). Added in 0.9.0."""
+
+
+class EscalationStep(BaseModel):
+    """One step of an approval policy's escalation: after a while, widen who may decide.
+
+    Added in 0.9.0.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    after: timedelta = Field(gt=timedelta(0))
+    """How long after the request this step applies (a durable timer in the run)."""
+    roles: tuple[str, ...] = ()
+    """Roles that may decide from this step on, besides the policy's own."""
+    notify: tuple[str, ...] = ()
+    """Notification channels told about the request at this step (names the worker
+    resolves; URLs and credentials never enter history)."""
+
+
+class ApprovalRule(BaseModel):
+    """The recorded part of an ``ApprovalPolicy``: what judges the decisions on a request.
+
+    Travels on the request (history, checkpoint, memo), so a decision is judged the
+    same way by the run, after continue-as-new, and by every interface. The policy's
+    ``when`` predicate and reviewer function stay in code.
+
+    Added in 0.9.0.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    roles: tuple[str, ...] = ("approver",)
+    """Roles that may decide (a key's role; not checked for decisions without keys)."""
+    quorum: int = Field(default=1, ge=1)
+    """Distinct approvers needed before the call runs."""
+    forbid_requester: bool = True
+    """The key that started the run may not decide (when runs carry who started them)."""
+    reject_on_any: bool = True
+    """One rejection rejects the request; otherwise ``quorum`` rejections do."""
+    escalation: tuple[EscalationStep, ...] = ()
+    """Steps that widen the roles (and notify) while nobody decides, in time order."""
+    notify: tuple[str, ...] = ()
+    """Notification channels told when the request is made."""
+    reviewer: str | None = None
+    """The automatic reviewer's name, if the policy has one."""
+    auto_approve: bool = False
+    """Whether the reviewer may approve (otherwise it may only reject or escalate)."""
 
 
 class ApprovalRequest(BaseModel):
@@ -101,6 +156,17 @@ class ApprovalRequest(BaseModel):
     """When the decision was applied (workflow time)."""
     executed_arguments_sha256: str | None = None
     """Hash of the arguments the tool actually ran with (differs after an edit)."""
+    policy: ApprovalRule | None = None
+    """The policy's recorded rule; ``None``: one decision by anyone who may approve
+    (``requires_approval=True``, and every request made before 0.9.0). Added in 0.9.0."""
+    requested_by: str | None = None
+    """The key that started the run (``AgentInput.started_by``), kept from deciding when
+    the policy forbids it. Added in 0.9.0."""
+    votes: list[ApprovalDecision] = Field(default_factory=list)
+    """Decisions counted towards the quorum so far, one per approver, in order (the
+    final one included). Added in 0.9.0."""
+    escalated_at: list[datetime] = Field(default_factory=list)
+    """When each escalation step applied (workflow time), in order. Added in 0.9.0."""
 
 
 class ApprovalOutcome(BaseModel):

@@ -30,8 +30,10 @@ __all__ = [
     "EVENTS_TOPIC",
     "AgentEvent",
     "ApprovalDecided",
+    "ApprovalEscalated",
     "ApprovalExpired",
     "ApprovalRequested",
+    "ApprovalVoted",
     "CompactionDone",
     "ContinuedAsNew",
     "EventKind",
@@ -68,6 +70,8 @@ EventKind = Literal[
     "approval_requested",
     "approval_decided",
     "approval_expired",
+    "approval_voted",
+    "approval_escalated",
     "notification_failed",
     "compaction",
     "continued_as_new",
@@ -196,6 +200,32 @@ class ApprovalExpired(_Event):
     request: ApprovalRequest
 
 
+class ApprovalVoted(_Event):
+    """A decision counted towards a request's quorum, which still waits for more.
+
+    ``request.votes`` says who decided so far. Added in 0.9.0.
+    """
+
+    kind: Literal["approval_voted"] = "approval_voted"
+    request: ApprovalRequest
+    progress: str
+    """Approvals counted of those needed (``"1 of 2"``)."""
+
+
+class ApprovalEscalated(_Event):
+    """Nobody decided in time: a step of the request's escalation applied.
+
+    Added in 0.9.0.
+    """
+
+    kind: Literal["approval_escalated"] = "approval_escalated"
+    request: ApprovalRequest
+    step: int
+    """Which step (1 for the first)."""
+    roles: list[str]
+    """Every role that may decide from now on."""
+
+
 class NotificationFailed(_Event):
     """A notification about a request could not be delivered (the request still waits).
 
@@ -273,6 +303,8 @@ AgentEvent = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | ApprovalExpired
+    | ApprovalVoted
+    | ApprovalEscalated
     | NotificationFailed
     | CompactionDone
     | ContinuedAsNew
