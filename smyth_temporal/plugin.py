@@ -37,6 +37,7 @@ from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._pricing import load_price_table
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.notifications import NotificationActivities, Notifications
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._plaintext import SealedPayloadConverter
 from smyth_temporal.security._secrets import Secrets
@@ -137,7 +138,8 @@ class SmythPlugin(SimplePlugin):
 
     Added in 0.1.0. Changed in 0.2.0: ``payload_storage``. Changed in 0.3.0:
     ``mcp_servers``. Changed in 0.4.0: ``encryption``, ``secrets``. Changed in 0.6.0:
-    ``passthrough_modules``; workers share the modules of their agents' tools.
+    ``passthrough_modules``; workers share the modules of their agents' tools. Changed
+    in 0.9.0: ``notifications``.
     """
 
     def __init__(
@@ -155,6 +157,7 @@ class SmythPlugin(SimplePlugin):
         prices: PriceTable | None = None,
         tracing: bool | TracerProvider = False,
         passthrough_modules: Sequence[str] = (),
+        notifications: Notifications | None = None,
     ) -> None:
         """Create the plugin.
 
@@ -218,6 +221,11 @@ class SmythPlugin(SimplePlugin):
                 agents' ``output_type`` come from, unless such a module defines or
                 imports a workflow (those stay per run, like the agents' own modules).
                 Share only modules whose state no workflow code changes. Added in 0.6.0.
+            notifications: The channels approval policies may name to tell people a
+                request waits (``smyth_temporal.notifications``): webhooks and e-mail,
+                with their URLs and credentials, which never enter history. Agent
+                workers always serve the notification activity; without channels, a
+                notification fails at once naming the missing one. Added in 0.9.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -258,6 +266,7 @@ class SmythPlugin(SimplePlugin):
         self._model_routes: dict[str, ModelQueueRoute] = {}
         self._prices = prices
         self._passthrough = tuple(passthrough_modules)
+        self._notifications = NotificationActivities(notifications)
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -284,6 +293,8 @@ class SmythPlugin(SimplePlugin):
         # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
         # before model calls had their own queue); ``run_worker`` polls that queue.
         activities.append(model)
+        # Approval notifications (smyth.notify.approval), channels or none.
+        activities.append(self._notifications.notify_approval)
         if "task_queue" in config and self._serve_model_queue:
             self._model_calls[config["task_queue"]] = model
         if "task_queue" in config and agents:

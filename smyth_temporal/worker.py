@@ -41,6 +41,7 @@ from smyth_temporal.clients._deployment import deployment_config
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.mcp._servers import MCPServerConfig
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.notifications import Notifications
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.security._secrets import Secrets
 from smyth_temporal.settings import Settings
@@ -196,6 +197,7 @@ async def run_worker(
     deployment: WorkerDeploymentVersion | None = None,
     metrics: str | None = None,
     tracing: bool = False,
+    notifications: Notifications | None = None,
 ) -> None:
     """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
 
@@ -224,6 +226,8 @@ async def run_worker(
             ``host:port``, at ``/metrics`` (see ``prometheus_runtime``).
         tracing: Trace agents with OpenTelemetry through the global tracer provider
             (see ``SmythPlugin``; needs the ``otel`` extra).
+        notifications: The approval notification channels policies may name (see
+            ``SmythPlugin``).
 
     Raises:
         ServerUnavailableError: Nothing answers at ``settings.address``.
@@ -232,12 +236,19 @@ async def run_worker(
         ConfigurationError: An MCP server cannot be reached (the message names it).
 
     Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``. Changed in 0.4.0: ``secrets``.
-    Changed in 0.5.0: ``deployment``, ``metrics``, ``tracing``.
+    Changed in 0.5.0: ``deployment``, ``metrics``, ``tracing``. Changed in 0.9.0:
+    ``notifications``.
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
     names = [_agent_type(agent) for agent in agents]
-    plugin = SmythPlugin(model=model, mcp_servers=mcp_servers, secrets=secrets, tracing=tracing)
+    plugin = SmythPlugin(
+        model=model,
+        mcp_servers=mcp_servers,
+        secrets=secrets,
+        tracing=tracing,
+        notifications=notifications,
+    )
     if metrics is not None:
         # The client's runtime is what serves the endpoint, for the worker built on it.
         try:

@@ -33,6 +33,12 @@ from smyth_temporal.devserver import (
 from smyth_temporal.exceptions import ClientError, ConfigurationError
 from smyth_temporal.mcp import parse_server
 from smyth_temporal.models import ModelProvider
+from smyth_temporal.notifications import (
+    CONSOLE_URL_ENV,
+    SMTP_URL_ENV,
+    WEBHOOK_SECRET_ENV,
+    Notifications,
+)
 from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
 from smyth_temporal.settings import ENVIRONMENT_ENV, current_environment, environment_namespace
 from smyth_temporal.worker import (
@@ -209,6 +215,29 @@ def worker(
             "over stdio, e.g. git='uvx mcp-server-git', or a streamable-HTTP URL; repeatable",
         ),
     ] = None,
+    notify: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--notify",
+            metavar="NAME=URL|ADDRESS",
+            help="a channel approval policies may name to tell people a request waits: a "
+            f"webhook URL (signed with {WEBHOOK_SECRET_ENV}), e.g. webhook=https://hooks.slack.com/"
+            f"services/..., or e-mail addresses sent through {SMTP_URL_ENV} "
+            "(smtp://user:password@host:port?from=ADDRESS), e.g. oncall=ops@example.com; "
+            "repeatable",
+        ),
+    ] = None,
+    console_url: Annotated[
+        str | None,
+        typer.Option(
+            "--console-url",
+            envvar=CONSOLE_URL_ENV,
+            show_envvar=False,
+            metavar="URL",
+            help="the console's public address, e.g. https://agents.example.com/console: "
+            f"notifications link to the request there ({CONSOLE_URL_ENV})",
+        ),
+    ] = None,
     secrets_file: Annotated[
         Path | None,
         typer.Option(
@@ -277,6 +306,7 @@ def worker(
     classes = load_agents(agents)
     provider = _model_provider(model)
     servers = dict(parse_server(spec) for spec in mcp or ())
+    notifications = _notifications(notify or [], console_url)
     run(
         run_worker(
             classes,
@@ -288,6 +318,7 @@ def worker(
             deployment=version,
             metrics=metrics,
             tracing=_tracing(tracing),
+            notifications=notifications,
         )
     )
 
@@ -304,6 +335,17 @@ def _model_provider(spec: str) -> ModelProvider:
             "(smyth_temporal.testing.ScriptedModel) as --model MODULE:ATTR, e.g. "
             "--model examples.market_monitor.script:model from a checkout of smyth-temporal"
         ) from None
+
+
+def _notifications(specs: list[str], console_url: str | None) -> Notifications:
+    # The secret and the SMTP URL (credentials) come from the environment only, never
+    # from a command line that `ps` shows.
+    return Notifications.parse(
+        specs,
+        webhook_secret=os.environ.get(WEBHOOK_SECRET_ENV),
+        smtp_url=os.environ.get(SMTP_URL_ENV),
+        console_url=console_url,
+    )
 
 
 def _tracing(enabled: bool) -> bool:

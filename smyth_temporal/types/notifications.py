@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
@@ -59,10 +60,13 @@ class ApprovalNotice(BaseModel):
     def delivery_key(self) -> str:
         """The notification's idempotency key: the same for every attempt, never reused.
 
-        ``<workflow id>/<request id>/<channel>/requested`` or ``.../escalated-<k>``.
+        ``<workflow id>/<request id>/<channel>/requested`` or ``.../escalated-<k>``, each
+        part percent-encoded, so that no two notifications share a key (a ``/`` in a
+        workflow id included).
         """
         event = "requested" if self.kind == "requested" else f"escalated-{self.escalation}"
-        return f"{self.workflow_id}/{self.request.id}/{self.channel}/{event}"
+        parts = (self.workflow_id, self.request.id, self.channel, event)
+        return "/".join(quote(part, safe="") for part in parts)
 
     @property
     def delivery_id(self) -> str:
