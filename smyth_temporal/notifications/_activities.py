@@ -45,8 +45,15 @@ class NotificationActivities:
     Added in 0.9.0.
     """
 
-    def __init__(self, notifications: Notifications | None = None) -> None:
+    def __init__(
+        self, notifications: Notifications | None = None, *, http: httpx.AsyncClient | None = None
+    ) -> None:
         """Serve ``notifications``' channels (default: none).
+
+        Args:
+            notifications: The channels, and what sending needs.
+            http: The client webhooks are posted with (default: one of its own, made at
+                the first post, that follows no redirect).
 
         Raises:
             ConfigurationError: An e-mail channel is configured without ``aiosmtplib``.
@@ -54,7 +61,7 @@ class NotificationActivities:
         self._notifications = notifications or Notifications()
         if any(isinstance(c, EmailChannel) for c in self._notifications.channels.values()):
             require_aiosmtplib()
-        self._client: httpx.AsyncClient | None = None
+        self._client = http
 
     @property
     def notifications(self) -> Notifications:

@@ -1,0 +1,65 @@
+"""The workflows ``bench.notifications`` times (re-imported by the sandbox: no I/O here).
+
+``NotifyBench`` is an agent whose one tool needs approval; it tells the ``hook``
+channel about each request with ``start_notifications``, as approval policies do.
+``PlainNotify`` is the baseline: a hand-written temporalio workflow that starts one
+activity posting the same webhook.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
+from smyth_temporal.agent.notifications import start_notifications
+from smyth_temporal.types import Message, ToolCall
+
+PLAIN_NOTIFY_ACTIVITY = "bench.plain_notify"
+
+
+@tool(requires_approval=True)
+async def transfer(amount: int) -> str:
+    """Move money (needs a person's approval).
+
+    Args:
+        amount: How much.
+    """
+    return f"moved {amount}"
+
+
+@workflow.defn
+class NotifyBench(AgentWorkflow):
+    """One gated tool; each request is notified over the ``hook`` channel."""
+
+    config = AgentConfig(model="bench-model", tools=[transfer], max_steps=3)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+    async def call_tool(self, call: ToolCall) -> Message:
+        request = self.request_approval(call)
+        if request is not None and request.status == "pending" and not self.data.get("told"):
+            self.data["told"] = True
+            start_notifications(request, ["hook"], agent="NotifyBench")
+        return await super().call_tool(call)
+
+
+@workflow.defn
+class PlainNotify:
+    """The baseline: note the time, start one activity that posts the webhook, wait."""
+
+    @workflow.run
+    async def run(self, tool: str) -> None:
+        body: dict[str, Any] = {
+            "workflow_id": workflow.info().workflow_id,
+            "requested_at": workflow.now().isoformat(),
+            "tool": tool,
+        }
+        workflow.start_activity(
+            PLAIN_NOTIFY_ACTIVITY, body, start_to_close_timeout=timedelta(seconds=30)
+        )
+        await workflow.wait_condition(lambda: False)  # waits, as the agent does
