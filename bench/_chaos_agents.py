@@ -1,8 +1,8 @@
 """The agents the chaos bench runs (workflow code only: the sandbox re-imports this module).
 
-Their tools are the test suite's ledger tools (``tests.trading``): every execution
+Their tools are the test suite's ledger tools (``tests.helpers.trading``): every execution
 appends a line with its idempotency key and attempt, which is how the bench counts
-re-runs. The MCP agent is the tests' ``Scribe`` (``tests.mcp_agents``).
+re-runs. The MCP agent is the tests' ``Scribe`` (``tests.helpers.mcp_agents``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
-from tests.trading import get_quote, sell, write_note
+from tests.helpers.trading import get_quote, sell, write_note
 
 
 @workflow.defn

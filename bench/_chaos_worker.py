@@ -33,10 +33,10 @@ from smyth_temporal.models._provider import TextSink
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
 from smyth_temporal.types.messages import Message
-from tests.agents import LEDGER_ENV
-from tests.mcp_agents import Scribe
-from tests.mcp_servers import ledger_server
-from tests.worker_process import READY, _wait_until_polling
+from tests.helpers.agents import LEDGER_ENV
+from tests.helpers.mcp_agents import Scribe
+from tests.helpers.mcp_servers import ledger_server
+from tests.helpers.worker_process import READY, _wait_until_polling
 
 T = TypeVar("T")
 

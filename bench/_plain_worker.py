@@ -18,7 +18,7 @@ the retry policy's) wherever temporalio has one:
   visibility writes, deadline timer and event stream, written by hand.
 
 Every activity writes a JSON-lines ledger entry (``tool``, ``attempt``, ``pid``) like
-``tests.worker_process`` does, so the benches read both kinds of worker the same way.
+``tests.helpers.worker_process`` does, so the benches read both kinds of worker the same way.
 The parent side is ``spawn_plain_worker``.
 """
 
@@ -45,7 +45,7 @@ from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.worker import Worker
 
 if TYPE_CHECKING:
-    from tests.worker_process import WorkerProcess
+    from tests.helpers.worker_process import WorkerProcess
 
 # The child imports temporalio only (not smyth_temporal), so its idle memory is a plain
 # temporalio worker's.
@@ -247,7 +247,7 @@ async def spawn_plain_worker(
     *, address: str, task_queue: str, ledger: Path, log: Path, ready_timeout: float = 60.0
 ) -> WorkerProcess:
     """Start a baseline worker process and wait until it polls; the caller stops it."""
-    from tests.worker_process import start_until_ready
+    from tests.helpers.worker_process import start_until_ready
 
     args = ("--address", address, "--task-queue", task_queue, "--ledger", str(ledger))
     return await start_until_ready("bench._plain_worker", args, log=log, timeout=ready_timeout)

@@ -12,7 +12,7 @@ runs at a time:
 - ``approval``: a quote, then a sale that waits for a person; the bench approves it;
 - ``session``: a session answers two messages (a quote each), then closes;
 - ``continue_as_new``: four steps, continuing as new after every one;
-- ``mcp``: two writes through a stdio MCP server (``tests.mcp_ledger_server``);
+- ``mcp``: two writes through a stdio MCP server (``tests.helpers.mcp_ledger_server``);
 - ``streamed``: a quote, then a 60-word answer streamed a word at a time.
 
 Every run has an event reader (``AgentClient.events``) that resumes after its last
@@ -68,10 +68,10 @@ from smyth_temporal.exceptions import AgentFailedError, InvalidDecisionError
 from smyth_temporal.testing import new_task_queue
 from smyth_temporal.types.events import TextAssembler
 from smyth_temporal.types.sessions import session_workflow_id
-from tests.agents import read_ledger
-from tests.cli_support import free_port
-from tests.mcp_agents import Scribe
-from tests.worker_process import WorkerProcess, start_until_ready
+from tests.helpers.agents import read_ledger
+from tests.helpers.cli_support import free_port
+from tests.helpers.mcp_agents import Scribe
+from tests.helpers.worker_process import WorkerProcess, start_until_ready
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ a ``key`` is guarded: ``bench/bounds.toml`` holds the bound of ``<bench>.<key>``
 ``max`` for a cost (time, bytes: smyth / baseline at most this) or a ``min`` for a rate
 (runs per second: at least this). A guarded row missing from the results fails too: a
 bound nobody measures guards nothing. ``make bench`` runs this last, ``make test``
-never (it starts no server; ``tests/test_bench_check.py`` tests ``verdict``).
+never (it starts no server; ``tests/bench/test_bench_check.py`` tests ``verdict``).
 """
 
 from __future__ import annotations

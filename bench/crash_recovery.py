@@ -19,7 +19,7 @@ Printed, in seconds from the kill:
 
 Configurations (the first two by default, one repetition of each in turn):
 
-- ``defaults``: a ``RecoveryProbe`` agent (``tests.worker_process``) whose in-flight
+- ``defaults``: a ``RecoveryProbe`` agent (``tests.helpers.worker_process``) whose in-flight
   call is ``blocking_lookup``, a plain ``def`` tool with every option the SDK's
   default, on a worker with the SDK's defaults;
 - ``baseline``: ``PlainRecovery`` (``bench._plain_worker``): the same three calls as
@@ -55,15 +55,15 @@ from bench._results import headline, write_json
 from smyth_temporal import AgentClient
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.testing import new_task_queue, start_dev_environment
-from tests.agents import read_ledger
-from tests.worker_process import RecoveryProbe, WorkerProcess, spawn_worker
+from tests.helpers.agents import read_ledger
+from tests.helpers.worker_process import RecoveryProbe, WorkerProcess, spawn_worker
 
 
 @dataclass(frozen=True)
 class Config:
     label: str
     script: str
-    """The worker's script (``tests.worker_process``), or ``plain`` for the baseline."""
+    """The worker's script (``tests.helpers.worker_process``), or ``plain`` for the baseline."""
     in_flight: str
     """The ledger entry that says the call to kill the worker in has started."""
     sticky: float | None = None

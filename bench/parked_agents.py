@@ -8,9 +8,9 @@ From the repository root::
 For every N of ``--agents``, two fresh worker processes on one dev server, one after
 the other:
 
-- smyth: ``tests.worker_process`` (``SmythPlugin``, the SDK's defaults) and N
-  ``Trader`` agents (``tests/trader.py``, alone in its module; its tools live in
-  ``tests/trading.py``), each of which takes one model turn (a ``ScriptedModel``)
+- smyth: ``tests.helpers.worker_process`` (``SmythPlugin``, the SDK's defaults) and N
+  ``Trader`` agents (``tests/helpers/trader.py``, alone in its module; its tools live in
+  ``tests/helpers/trading.py``), each of which takes one model turn (a ``ScriptedModel``)
   that calls ``sell``, an approval-gated tool, and then waits for the decision;
 - baseline: ``bench._plain_worker`` (plain temporalio, its defaults) and N
   ``PlainWaiter`` workflows, each of which runs one activity and then waits for an
@@ -60,9 +60,9 @@ from bench._results import headline, write_json
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.testing import new_task_queue, start_dev_environment
-from tests.agents import read_ledger
-from tests.trader import Trader
-from tests.worker_process import WorkerProcess, spawn_worker
+from tests.helpers.agents import read_ledger
+from tests.helpers.trader import Trader
+from tests.helpers.worker_process import WorkerProcess, spawn_worker
 
 MiB = 1024 * 1024
 CONCURRENCY = 50

@@ -18,9 +18,9 @@ from smyth_temporal.testing import (
     start_dev_environment,
     start_time_skipping_environment,
 )
-from tests.agents import LEDGER_ENV
+from tests.helpers.agents import LEDGER_ENV
 
-pytest_plugins = ["tests.browser_support"]  # the `browser` fixture (headless Chromium)
+pytest_plugins = ["tests.helpers.browser_support"]  # the `browser` fixture (headless Chromium)
 
 # Invariant tests search adversarial input with Hypothesis. Examples run workflows on a
 # real server, so there is no per-example deadline (a shared 2-core machine is noise);

@@ -1,7 +1,7 @@
 """MkDocs hook: the pages generated at build time.
 
 - ``reference/settings.md``: every setting a smyth process reads from its environment,
-  from the table in ``settings_table.py`` (``tests/test_docs.py`` checks that the table
+  from the table in ``settings_table.py`` (``tests/docs/test_docs.py`` checks that the table
   names every variable the package reads, so the page cannot fall behind).
 - ``benchmarks.md`` and its plots: ``bench/results/summary.md`` and ``*.png`` as
   ``make bench`` last wrote them, so the site always shows the committed results.

@@ -2,7 +2,7 @@
 
 One row per variable: the variable, the process kinds that read it, its default and what
 it does. ``docs/hooks/generated.py`` renders it as ``reference/settings.md`` at build
-time, and ``tests/test_docs.py`` fails when a module of ``smyth_temporal`` reads a
+time, and ``tests/docs/test_docs.py`` fails when a module of ``smyth_temporal`` reads a
 variable this table does not name (or the table names one nobody reads), so the page
 follows the code. When the settings become one ``pydantic-settings`` model per process
 kind, the page is to be generated from those models instead.

@@ -44,7 +44,7 @@ from smyth_temporal.types.budget import (
     reservation_key,
 )
 from smyth_temporal.types.model import ModelRequest, ModelResponse
-from tests.budget_agents import PRICES_TOML, Hopper, Shopper
+from tests.helpers.budget_agents import PRICES_TOML, Hopper, Shopper
 
 QUARTERS = st.integers(min_value=0, max_value=12).map(lambda n: n / 4)
 """Amounts in quarters: exact in binary, so sums compare without a tolerance."""

@@ -37,7 +37,7 @@ from smyth_temporal._redaction import spellings
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.security import EnvSecrets, Secrets
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
-from tests.secret_agents import PLACEHOLDER, SECRET_NAME, Leaker
+from tests.helpers.secret_agents import PLACEHOLDER, SECRET_NAME, Leaker
 
 MASK = f"[secret:{SECRET_NAME}]"
 

@@ -31,7 +31,7 @@ from smyth_temporal.storage import ContentAddressedFileDriver
 from smyth_temporal.storage._gc import mark_and_sweep
 from smyth_temporal.storage._inventory import read_inventory
 from smyth_temporal.storage._mark import read_mark
-from tests.test_chunked_store import RETRIEVE, STORE, request_payload
+from tests.storage.test_chunked_store import RETRIEVE, STORE, request_payload
 
 OLDER_THAN = timedelta(days=1)
 HOUR = 3600.0

@@ -10,7 +10,7 @@ Model turns are generated with colliding, empty, huge and slash-containing call 
 arguments of any shape; the approver decides by update and signal, twice, for requests
 that do not exist, with wrong hashes, with edits, and late. The pure parts (id
 assignment, key encoding, argument depth) are searched with many examples in
-``tests/test_tool_call_ids.py`` and ``tests/test_tool_arguments.py``; here real agents
+``tests/agent/test_tool_call_ids.py`` and ``tests/tools/test_tool_arguments.py``; here real agents
 run on the dev server with a scripted model, a few examples per profile.
 """
 
@@ -32,9 +32,9 @@ from smyth_temporal import AgentClient, AgentInput, ClientError, InvalidDecision
 from smyth_temporal.models import ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from smyth_temporal.types import ApprovalRequest, Message, ToolCall, arguments_sha256
-from tests.agents import read_ledger
-from tests.tool_call_agents import HoppingAnalyst
-from tests.trader import Trader
+from tests.helpers.agents import read_ledger
+from tests.helpers.tool_call_agents import HoppingAnalyst
+from tests.helpers.trader import Trader
 
 CALL_IDS = st.one_of(
     st.sampled_from(["a", "a~2"]),  # weighted: repeats and suffixes collide most

@@ -1,0 +1,89 @@
+"""Readers of a run's events never take what the run needs from Temporal.
+
+Temporal admits 10 in-flight updates per workflow; a reader that held a poll update
+open (0.7.0 and before) took one, so ten readers from other processes or at other
+offsets refused the run's approval decisions, session messages and interrupts. Readers
+now read by query: however many there are, the run takes its updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, ApprovalDecision
+from smyth_temporal.testing import agent_worker, reply, tool_call
+from smyth_temporal.types import AgentEvent, TextDelta, TextReset, session_workflow_id
+from tests.helpers.live_agents import GatedModel, Operator
+
+SESSION = "s-fifty"
+PROCESSES = 10
+OFFSETS = (None, 0, 1, 2, 3)
+"""Each of ``PROCESSES`` clients (a process each, as far as sharing goes) reads from
+each of these offsets: 50 readers, none sharing a reading with one of another client."""
+
+
+def durable(events: Sequence[AgentEvent]) -> list[AgentEvent]:
+    return [e for e in events if not isinstance(e, TextDelta | TextReset)]
+
+
+async def test_fifty_readers_never_starve_an_approval_a_message_or_an_interrupt(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    steps = [tool_call("sell", symbol="ACME", quantity=5), reply("sold"), reply("answer")]
+    model = GatedModel([*steps, reply("never")], held={4})
+    workflow_id = session_workflow_id("Operator", "default", SESSION)
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        first = asyncio.create_task(agents.send(Operator, SESSION, "Sell ACME"))
+        while not await _pending(agents, workflow_id):
+            await asyncio.sleep(0.05)
+
+        started = asyncio.Semaphore(0)
+
+        async def read(reader: AgentClient, after: int | None) -> list[AgentEvent]:
+            seen: list[AgentEvent] = []
+            async for event in reader.events(workflow_id, after=after):
+                if not seen:
+                    started.release()
+                seen.append(event)
+            return seen
+
+        processes = [AgentClient(client, task_queue=task_queue) for _ in range(PROCESSES)]
+        readers = [
+            asyncio.create_task(read(reader, after)) for reader in processes for after in OFFSETS
+        ]
+        for _ in readers:  # every reader is reading before the run is asked anything
+            await asyncio.wait_for(started.acquire(), 60)
+
+        async with asyncio.timeout(60):
+            await agents.decide(workflow_id, ApprovalDecision(approved=True, by="bob"))
+            sold = await first
+            answered = await agents.send(Operator, SESSION, "Any news?")
+            held = asyncio.create_task(agents.send(Operator, SESSION, "Take your time"))
+            while 4 not in model.waiting:
+                await asyncio.sleep(0.05)
+            interrupted = await agents.interrupt(workflow_id, reason="enough", by="alice")
+            await held
+            await agents.close_session(Operator, SESSION)
+            seen = await asyncio.gather(*readers)
+
+    assert sold is not None and sold.text == "sold"
+    assert answered is not None and answered.text == "answer"
+    assert interrupted.status == "thinking"
+    # Every reader read to the end of the session, each from its own offset.
+    everything = durable(seen[0])
+    assert everything[-1].kind == "run_finished"
+    for index, events in enumerate(seen):
+        after = OFFSETS[index % len(OFFSETS)]
+        expected = [e for e in everything if after is None or e.offset > after]
+        assert durable(events) == expected
+
+
+async def _pending(agents: AgentClient, workflow_id: str) -> bool:
+    try:
+        return bool((await agents.state(workflow_id)).pending_approvals)
+    except Exception:  # the session's first message is still on its way
+        return False
