@@ -37,7 +37,6 @@ from smyth_temporal.memory._defaults import default_memory
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.models._pricing import load_price_table
 from smyth_temporal.models._provider import ModelProvider, ModelRouter
-from smyth_temporal.notifications import NotificationActivities, Notifications
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._plaintext import SealedPayloadConverter
 from smyth_temporal.security._secrets import Secrets
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from smyth_temporal.mcp import MCPConnections, MCPServerConfig
+    from smyth_temporal.notifications import Notifications
 
 __all__ = [
     "DEFAULT_HEARTBEAT_THROTTLE",
@@ -266,7 +266,7 @@ class SmythPlugin(SimplePlugin):
         self._model_routes: dict[str, ModelQueueRoute] = {}
         self._prices = prices
         self._passthrough = tuple(passthrough_modules)
-        self._notifications = NotificationActivities(notifications)
+        self._notifications = notifications
         self._mcp: MCPConnections | None = None
         if mcp_servers:
             from smyth_temporal.mcp import MCPConnections
@@ -293,8 +293,12 @@ class SmythPlugin(SimplePlugin):
         # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
         # before model calls had their own queue); ``run_worker`` polls that queue.
         activities.append(model)
-        # Approval notifications (smyth.notify.approval), channels or none.
-        activities.append(self._notifications.notify_approval)
+        # Approval notifications (smyth.notify.approval), channels or none. Imported
+        # here: workflow modules that name SmythPlugin import this module inside the
+        # sandbox, which refuses the HTTP client's imports.
+        from smyth_temporal.notifications import NotificationActivities
+
+        activities.append(NotificationActivities(self._notifications).notify_approval)
         if "task_queue" in config and self._serve_model_queue:
             self._model_calls[config["task_queue"]] = model
         if "task_queue" in config and agents:

@@ -20,12 +20,15 @@ client = await Client.connect(address, plugins=[SmythPlugin(notifications=notifi
 - ``NotificationActivities``: the activity (``SmythPlugin`` registers it).
 - ``verify_signature``, ``SIGNATURE_HEADER``: for receivers of the webhook.
 
-E-mail needs the ``email`` extra (``pip install 'smyth-temporal[email]'``).
+E-mail needs the ``email`` extra (``pip install 'smyth-temporal[email]'``). Only
+``NotificationActivities`` imports an HTTP client, when first named: modules that
+workflow code imports (the ones naming ``SmythPlugin``) may import this package.
 
 Added in 0.9.0.
 """
 
-from smyth_temporal.notifications._activities import NotificationActivities
+from typing import TYPE_CHECKING, Any
+
 from smyth_temporal.notifications._config import (
     CONSOLE_URL_ENV,
     SMTP_URL_ENV,
@@ -37,7 +40,10 @@ from smyth_temporal.notifications._config import (
     parse_channel,
 )
 from smyth_temporal.notifications._message import console_link
-from smyth_temporal.notifications._webhook import SIGNATURE_HEADER, sign, verify_signature
+from smyth_temporal.notifications._signature import SIGNATURE_HEADER, sign, verify_signature
+
+if TYPE_CHECKING:
+    from smyth_temporal.notifications._activities import NotificationActivities
 
 __all__ = [
     "CONSOLE_URL_ENV",
@@ -54,3 +60,11 @@ __all__ = [
     "sign",
     "verify_signature",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name != "NotificationActivities":
+        raise AttributeError(name)
+    from smyth_temporal.notifications._activities import NotificationActivities
+
+    return NotificationActivities

@@ -9,8 +9,6 @@ nothing and follows no redirect: Temporal's retry policy is the only thing that 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from datetime import timedelta
 from typing import Any
@@ -18,10 +16,9 @@ from typing import Any
 import httpx
 from temporalio.exceptions import ApplicationError
 
-__all__ = ["SIGNATURE_HEADER", "post_webhook", "sign", "verify_signature"]
+from smyth_temporal.notifications._signature import SIGNATURE_HEADER, sign
 
-SIGNATURE_HEADER = "X-Smyth-Signature"
-"""The header that carries ``sha256=<hex HMAC-SHA256 of the raw body>``."""
+__all__ = ["encode", "post_webhook"]
 
 _TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
@@ -31,26 +28,6 @@ _RETRYABLE_CLIENT_STATUSES = frozenset({408, 425, 429})
 _MAX_RETRY_AFTER = timedelta(minutes=5)
 
 _MAX_REASON = 200
-
-
-def sign(body: bytes, secret: str) -> str:
-    """The signature header's value for ``body``: ``sha256=<hex digest>``.
-
-    Added in 0.9.0.
-    """
-    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
-
-
-def verify_signature(body: bytes, header: str | None, secret: str) -> bool:
-    """Whether ``header`` (``X-Smyth-Signature``) signs the raw ``body`` with ``secret``.
-
-    For receivers: check the bytes as received, before parsing them. Compares in
-    constant time.
-
-    Added in 0.9.0.
-    """
-    return header is not None and hmac.compare_digest(header, sign(body, secret))
 
 
 def encode(body: dict[str, Any]) -> bytes:
