@@ -23,6 +23,7 @@ from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.quorum import Quorum
 
 __all__ = [
     "compact_json",
@@ -166,8 +167,9 @@ def format_approvals(pending: Sequence[PendingApproval], now: datetime) -> str:
         pending: The requests, in the order to show them.
         now: The current time (aware), for ages and deadlines.
     """
-    header = ("AGENT", "WORKFLOW ID", "REQUEST", "TOOL", "ARGUMENTS", "AGE", "DEADLINE")
-    rows = [header] + [
+    header: tuple[str, ...] = ("AGENT", "WORKFLOW ID", "REQUEST", "TOOL", "ARGUMENTS", "AGE")
+    header += ("DEADLINE",)
+    rows: list[tuple[str, ...]] = [header] + [
         (
             p.agent,
             p.workflow_id,
@@ -179,7 +181,23 @@ def format_approvals(pending: Sequence[PendingApproval], now: datetime) -> str:
         )
         for p in pending
     ]
+    if any(p.request.policy is not None for p in pending):
+        # Only where a policy is involved, so tables of plain requests stay as they were.
+        rows = [(*row, quorum_cell(p.request)) for row, p in zip(rows[1:], pending, strict=True)]
+        rows.insert(0, (*header, "APPROVED"))
     return table(rows)
+
+
+def quorum_cell(request: ApprovalRequest) -> str:
+    """``1 of 2 (alice)``: a policy request's quorum progress; ``-`` without a policy.
+
+    Added in 0.9.0.
+    """
+    quorum = Quorum.of(request)
+    if quorum is None:
+        return "-"
+    who = f" ({', '.join(quorum.approvers)})" if quorum.approvers else ""
+    return quorum.progress + who
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:
@@ -205,6 +223,14 @@ def format_decided(workflow_id: str, request: ApprovalRequest) -> str:
     the tool runs with edited arguments.
     """
     decision = request.decision
+    quorum = Quorum.of(request)
+    if request.status == "pending" and quorum is not None and quorum.votes:
+        vote = quorum.votes[-1]
+        kind = "approval" if vote.approved else "rejection"
+        return (
+            f"counted {kind} of {request.id} ({request.tool}) on {workflow_id} by {vote.by}: "
+            f"{quorum.progress} approvals, still pending"
+        )
     by = decision.by if decision else "nobody"
     line = f"{request.status} {request.id} ({request.tool}) on {workflow_id} by {by}"
     if decision is not None and decision.arguments is not None:

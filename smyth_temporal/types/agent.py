@@ -175,6 +175,10 @@ class AgentInput(BaseModel):
     checkpoint: AgentCheckpoint | None = None
     """Set by the agent itself when it continues as new: the state it resumes from.
     Added in 0.2.0."""
+    started_by: str | None = None
+    """Who started the run: the API key's name where keys are used (set by the client
+    from the key, never taken from the caller then). An ``ApprovalPolicy`` keeps it from
+    deciding the run's own requests. Added in 0.9.0."""
 
 
 class AgentResult(BaseModel):

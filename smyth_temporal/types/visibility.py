@@ -12,6 +12,7 @@ from typing import Any
 from temporalio.common import SearchAttributeKey
 
 __all__ = [
+    "APPROVAL_PROGRESS_ATTRIBUTE",
     "PENDING_APPROVALS_ATTRIBUTE",
     "PENDING_APPROVALS_MEMO",
     "SCHEDULE_MEMO",
@@ -27,6 +28,13 @@ STATUS_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythStatus")
 PENDING_APPROVALS_ATTRIBUTE = SearchAttributeKey.for_int("SmythPendingApprovals")
 """Search attribute with the number of pending approval requests, to find waiting
 agents across all runs (``SmythPendingApprovals > 0``)."""
+
+APPROVAL_PROGRESS_ATTRIBUTE = SearchAttributeKey.for_keyword_list("SmythApprovalProgress")
+"""Search attribute with the quorum progress of each pending request made under a
+policy, as ``approved/needed`` (``"1/2"``): runs waiting for a second approver are
+``SmythApprovalProgress = '1/2'``, any that some but not all approvers approved are
+``SmythApprovalProgress IN ('1/2', '1/3', '2/3')``. Set only by runs that made such a
+request. Added in 0.9.0."""
 
 TENANT_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythTenant")
 """Search attribute with the run's tenant, set by the client that starts it (never by
@@ -44,11 +52,18 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     STATUS_ATTRIBUTE,
     PENDING_APPROVALS_ATTRIBUTE,
     TENANT_ATTRIBUTE,
+    APPROVAL_PROGRESS_ATTRIBUTE,
 )
 """The search attributes a cluster must have registered for approvals to be listed."""
 
 
 def search_attribute_types() -> dict[str, str]:
     """``SEARCH_ATTRIBUTES`` as ``{name: type}`` in the ``temporal`` CLI's spelling."""
-    spelling = {"KEYWORD": "Keyword", "INT": "Int", "TEXT": "Text", "BOOL": "Bool"}
+    spelling = {
+        "KEYWORD": "Keyword",
+        "KEYWORD_LIST": "KeywordList",
+        "INT": "Int",
+        "TEXT": "Text",
+        "BOOL": "Bool",
+    }
     return {key.name: spelling[key.indexed_value_type.name] for key in SEARCH_ATTRIBUTES}
