@@ -53,6 +53,7 @@ from smyth_temporal.exceptions import (
     UserError,
 )
 from smyth_temporal.tools import Tool, ToolContext, ToolExecutor, tool, tool_context
+from smyth_temporal.tools._policy import ApprovalPolicy
 from smyth_temporal.types import (
     AgentCheckpoint,
     AgentEvent,
@@ -65,6 +66,7 @@ from smyth_temporal.types import (
     ApprovalOutcome,
     ApprovalRequest,
     Compaction,
+    EscalationStep,
     MemoryHit,
     MemoryRecord,
     Message,
@@ -137,10 +139,12 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalExpiredError",
     "ApprovalOutcome",
+    "ApprovalPolicy",
     "ApprovalRequest",
     "ClientError",
     "Compaction",
     "ConfigurationError",
+    "EscalationStep",
     "InvalidDecisionError",
     "InvalidInterruptError",
     "InvalidMessageError",

@@ -54,6 +54,7 @@ SEARCH_ATTRIBUTES = {
     "SmythStatus": "Keyword",
     "SmythPendingApprovals": "Int",
     "SmythTenant": "Keyword",
+    "SmythApprovalProgress": "KeywordList",
 }
 
 # [host_ip:][host_port[-range]:]container_port[-range][/protocol]
