@@ -102,17 +102,23 @@ class ApprovalsClient(RunsClient):
         allow deciding and ``by`` is the key's name. Changed in 0.8.0: a run that has
         ended raises ``InvalidDecisionError`` (was ``AgentNotFoundError``).
         """
-        # Before the refusals below, which tell an ended run from an unknown one: a run
-        # of another tenant must stay indistinguishable from an unknown one.
-        await self.identity.owns(workflow_id, "approve")
-        decision = decision.model_copy(update={"by": self.identity.by(decision.by) or decision.by})
+        # The role first: a key that may not decide learns nothing about the run.
+        self.identity.permit("approve")
+        principal = self.identity.principal
+        decision = decision.model_copy(
+            update={
+                "by": self.identity.by(decision.by) or decision.by,
+                # The key's role, never the caller's claim: it decides who counts.
+                "role": principal.role if principal is not None else decision.role,
+            }
+        )
         try:
             async with asyncio.timeout(timeout):
                 if not wait:
-                    await self.signal(workflow_id, APPROVAL_SIGNAL, decision)
+                    await self._signal_checked(workflow_id, "approve", APPROVAL_SIGNAL, decision)
                     return None
-                return await self.update(
-                    workflow_id, APPROVAL_UPDATE, decision, result_type=ApprovalOutcome
+                return await self._update_checked(
+                    workflow_id, "approve", APPROVAL_UPDATE, decision, ApprovalOutcome
                 )
         except WorkflowUpdateFailedError as exc:
             raise InvalidDecisionError(refusal(exc)) from exc
@@ -130,7 +136,8 @@ class ApprovalsClient(RunsClient):
             ) from None
         except AgentNotFoundError as exc:
             # "Not found" means unknown ids and runs that are over alike; the latter
-            # deserves its own message, or the user goes looking for a typo.
+            # deserves its own message, or the user goes looking for a typo. (``status``
+            # sees only the caller's runs: another tenant's stays unknown.)
             # It is a refused decision like any other (409 at the gateway, as an
             # interrupt of a finished run is), not a missing run.
             status = await self.status(workflow_id)

@@ -1,15 +1,22 @@
-"""The caller a client acts for: an API key's principal, and the checks it implies."""
+"""The caller a client acts for: an API key's principal, and the checks it implies.
+
+``Identity`` is the one access check of every interface: the gateway, the MCP server
+and the CLI act through ``AgentClient.acting_for(principal)``, whose methods map the
+caller to its tenant, check its role (``Principal.permit``) and refuse another
+tenant's run exactly as a run that does not exist.
+"""
 
 from __future__ import annotations
 
 import os
 
+from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.client import Client
 
+from smyth_temporal.clients._describe import describe_run
 from smyth_temporal.clients._tenancy import TenantResolver
-from smyth_temporal.exceptions import AccessDeniedError
-from smyth_temporal.security._identity import ACTIONS, Permission, Principal
-from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.exceptions import AccessDeniedError, AgentNotFoundError
+from smyth_temporal.security import KeyStore, Permission, Principal
 
 __all__ = ["API_KEY_ENV", "Identity", "principal_from_env"]
 
@@ -36,7 +43,7 @@ def principal_from_env(keys: KeyStore | None = None) -> Principal | None:
     found = (keys or KeyStore()).authenticate(secret)
     if found is None:
         raise AccessDeniedError(f"{API_KEY_ENV} is not a valid API key (unknown or revoked)")
-    return Principal(name=found.name, tenant=found.tenant, role=found.role)
+    return Principal.of(found)
 
 
 class Identity:
@@ -49,11 +56,25 @@ class Identity:
     Args:
         client: The Temporal client (to read the tenant of runs).
         principal: Who the caller is; ``None``: no checks.
+        tenancy: The tenant cache to share (``acting_for`` passes its own); default: a
+            new one.
+
+    Changed in 0.9.0: ``tenancy``, ``acting_for``; ``owns`` returns the chain it checked.
     """
 
-    def __init__(self, client: Client, principal: Principal | None) -> None:
+    def __init__(
+        self, client: Client, principal: Principal | None, tenancy: TenantResolver | None = None
+    ) -> None:
         self.principal = principal
-        self._tenancy = TenantResolver(client) if principal is not None else None
+        self.tenancy = tenancy if tenancy is not None else TenantResolver(client)
+
+    def acting_for(self, principal: Principal | None) -> Identity:
+        """The same checks for ``principal``, sharing this identity's tenant cache."""
+        return Identity(self.tenancy.client, principal, self.tenancy)
+
+    def may(self, permission: Permission) -> bool:
+        """Whether the caller may do what ``permission`` names (always, without a principal)."""
+        return self.principal is None or self.principal.may(permission)
 
     def permit(self, permission: Permission) -> None:
         """Refuse unless the principal's role grants ``permission``.
@@ -61,11 +82,8 @@ class Identity:
         Raises:
             AccessDeniedError: It does not.
         """
-        if self.principal is not None and not self.principal.may(permission):
-            raise AccessDeniedError(
-                f"key {self.principal.name!r} (role {self.principal.role}) may not "
-                f"{ACTIONS[permission]}"
-            )
+        if self.principal is not None:
+            self.principal.permit(permission)
 
     def tenant(self, given: str | None) -> str:
         """The tenant to act for: the principal's, or ``given`` without one.
@@ -88,13 +106,65 @@ class Identity:
         """Who decided, interrupted or sent: the key's name under a principal."""
         return self.principal.name if self.principal is not None else given
 
-    async def owns(self, workflow_id: str, permission: Permission = "read") -> None:
-        """Refuse a run of another tenant (as not found) or a role without ``permission``.
+    async def owns(
+        self, workflow_id: str, permission: Permission = "read", *, pinned: bool = False
+    ) -> str | None:
+        """Refuse a role without ``permission``, or a run of another tenant (as not found).
+
+        The role is checked first, so a refusal of the role tells nothing about the run.
+
+        Args:
+            workflow_id: The run.
+            permission: What the caller is about to do.
+            pinned: The caller sends what follows pinned to the chain returned (an update
+                with ``first_execution_run_id``), so the server refuses it if the id names
+                another chain by then: the chain remembered from an earlier check is
+                enough, and no describe is made.
+
+        Returns:
+            The chain (first run id) the check holds for; ``None`` without a principal.
 
         Raises:
             AccessDeniedError: The role does not permit it.
             AgentNotFoundError: The run is not the principal's tenant's (or does not exist).
         """
         self.permit(permission)
-        if self._tenancy is not None and self.principal is not None:
-            await self._tenancy.check(self.principal.tenant, workflow_id)
+        if self.principal is None:
+            return None
+        if pinned:
+            known = self.tenancy.remembered(workflow_id)
+            # Only a hint that grants is trusted: one that refuses may be stale.
+            if known is not None and known.tenant == self.principal.tenant:
+                return known.chain
+        owner = await self.tenancy.current(workflow_id)
+        if owner is None or owner.tenant != self.principal.tenant:
+            raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
+        return owner.chain
+
+    async def describe(self, workflow_id: str) -> WorkflowExecutionInfo | None:
+        """The run ``workflow_id`` names now, as the server describes it, if the caller sees it.
+
+        ``None``: no such run, or (with a principal) another tenant's. One describe.
+
+        Raises:
+            temporalio.service.RPCError: The server failed.
+        """
+        if self.principal is None:
+            return await describe_run(self.tenancy.client, workflow_id)
+        owner = await self.tenancy.current(workflow_id)
+        if owner is None or owner.tenant != self.principal.tenant:
+            return None
+        return owner.info
+
+    async def sees(self, workflow_id: str, run_id: str, chain: str) -> bool:
+        """Whether a run found in a listing (of ``chain``) is the principal's tenant's.
+
+        ``True`` without a principal.
+        """
+        if self.principal is None:
+            return True
+        return await self.tenancy.chain_tenant(workflow_id, run_id, chain) == self.principal.tenant
+
+    def forget(self, workflow_id: str) -> None:
+        """Drop what was remembered of ``workflow_id``'s chain (the server refused the pin)."""
+        self.tenancy.forget(workflow_id)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from functools import cached_property
+from typing import Self
 
 from temporalio.client import WorkflowUpdateFailedError
 
 from smyth_temporal.clients._events import Feeds
 from smyth_temporal.clients._runs import RunsClient, refusal
 from smyth_temporal.exceptions import AgentNotFoundError, InvalidInterruptError
+from smyth_temporal.security import Principal
 from smyth_temporal.types.agent import INTERRUPT_UPDATE, Interrupt, InterruptOutcome
 from smyth_temporal.types.events import AgentEvent
 
@@ -27,6 +29,12 @@ class LiveClient(RunsClient):
     @cached_property
     def _feeds(self) -> Feeds:
         return Feeds(self.client)
+
+    def acting_for(self, principal: Principal | None) -> Self:
+        view = super().acting_for(principal)
+        # One poll per run per process, whoever reads: views share the readers.
+        view._feeds = self._feeds
+        return view
 
     def events(self, workflow_id: str, *, after: int | None = None) -> AsyncIterator[AgentEvent]:
         """The agent's events as they happen, from the first (or after offset ``after``).
@@ -55,9 +63,24 @@ class LiveClient(RunsClient):
         return self._owned_events(workflow_id, after)
 
     async def _owned_events(self, workflow_id: str, after: int | None) -> AsyncIterator[AgentEvent]:
-        await self.identity.owns(workflow_id)
-        async for event in self._feeds.events(workflow_id, after):
+        async for event in await self.open_events(workflow_id, after=after):
             yield event
+
+    async def open_events(
+        self, workflow_id: str, *, after: int | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """``events``, with the caller's access checked before it returns.
+
+        For interfaces that answer a refusal (another tenant's run: not found) before
+        their response begins, not as the stream's first error.
+
+        Raises:
+            AgentNotFoundError: The run is another tenant's (with a principal).
+
+        Added in 0.9.0.
+        """
+        await self.identity.owns(workflow_id)
+        return self._feeds.events(workflow_id, after)
 
     async def interrupt(
         self, workflow_id: str, *, reason: str | None = None, by: str | None = None
@@ -75,17 +98,16 @@ class LiveClient(RunsClient):
 
         Added in 0.3.0.
         """
-        # Before the refusals below, which tell a finished run from an unknown one: a
-        # run of another tenant must stay indistinguishable from an unknown one.
-        await self.identity.owns(workflow_id, "operate")
         interrupt = Interrupt(reason=reason, by=self.identity.by(by))
         try:
-            return await self.update(
-                workflow_id, INTERRUPT_UPDATE, interrupt, result_type=InterruptOutcome
+            return await self._update_checked(
+                workflow_id, "operate", INTERRUPT_UPDATE, interrupt, InterruptOutcome
             )
         except WorkflowUpdateFailedError as exc:
             raise InvalidInterruptError(f"agent {workflow_id}: {refusal(exc)}") from exc
         except AgentNotFoundError as exc:
+            # ``status`` sees only the caller's runs: another tenant's finished run
+            # stays indistinguishable from an unknown one.
             if await self.status(workflow_id) is None:
                 raise
             raise InvalidInterruptError(

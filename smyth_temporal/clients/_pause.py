@@ -17,10 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
-from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
 from temporalio.api.workflowservice.v1 import (
-    DescribeWorkflowExecutionRequest,
     PauseWorkflowExecutionRequest,
     UnpauseWorkflowExecutionRequest,
 )
@@ -29,8 +27,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.agent.memory_admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.clients._base import AgentRef, agent_name, rpc_error
+from smyth_temporal.clients._describe import describe_run
 from smyth_temporal.clients._runs import RunsClient
-from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.clients._visibility import PAUSED, executions
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, PauseUnavailableError
 from smyth_temporal.settings import WORKFLOW_PAUSE_SETTING
@@ -64,17 +62,8 @@ class Paused:
 
 async def is_paused(client: Client, workflow_id: str) -> bool:
     """Whether the run ``workflow_id`` names now is paused (``False``: not, or no such run)."""
-    try:
-        response = await client.workflow_service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(
-                namespace=client.namespace, execution=WorkflowExecution(workflow_id=workflow_id)
-            )
-        )
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise
-    return response.workflow_execution_info.status == _PAUSED
+    info = await describe_run(client, workflow_id)
+    return info is not None and info.status == _PAUSED
 
 
 class PauseClient(RunsClient):
@@ -188,7 +177,7 @@ class PauseClient(RunsClient):
             raise ClientError("name a tenant or an agent type (or a workflow id)")
         wanted = self.identity.tenant(tenant) if tenant or self.identity.principal else None
         done = Paused(changed=[], unchanged=[])
-        tenancy = TenantResolver(self.client)
+        tenancy = self.identity.tenancy  # the client's one tenant cache
         async for workflow_id, run_id in self._matching(status, agent):
             if (
                 wanted is not None
@@ -219,15 +208,12 @@ class PauseClient(RunsClient):
 
     async def _must_run(self, workflow_id: str) -> None:
         try:
-            response = await self.client.workflow_service.describe_workflow_execution(
-                DescribeWorkflowExecutionRequest(
-                    namespace=self.client.namespace,
-                    execution=WorkflowExecution(workflow_id=workflow_id),
-                )
-            )
+            info = await describe_run(self.client, workflow_id)
         except RPCError as exc:
             raise _pause_error(exc, workflow_id) from exc
-        if response.workflow_execution_info.status != _RUNNING:
+        if info is None:
+            raise _not_found(workflow_id)
+        if info.status != _RUNNING:
             raise AgentNotFoundError(f"agent {workflow_id!r} has finished: nothing to resume")
 
     def _who(self) -> str:
@@ -248,6 +234,8 @@ def _pause_error(exc: RPCError, workflow_id: str) -> Exception:
         )
     if exc.status == RPCStatusCode.NOT_FOUND and "completed" in exc.message:
         return AgentNotFoundError(f"agent {workflow_id!r} has finished: nothing to pause or resume")
-    return rpc_error(
-        exc, not_found=AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
-    )
+    return rpc_error(exc, not_found=_not_found(workflow_id))
+
+
+def _not_found(workflow_id: str) -> AgentNotFoundError:
+    return AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")

@@ -7,19 +7,18 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
-from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import WorkflowExecutionStatus as RawStatus
-from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.clients._base import rpc_error
 from smyth_temporal.clients._identity import Identity
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError
-from smyth_temporal.security._identity import Principal
+from smyth_temporal.security import Permission, Principal
 from smyth_temporal.settings import Settings
 
 __all__ = ["RunsClient", "refusal", "translate"]
@@ -46,23 +45,44 @@ class RunsClient:
             client: The connected Temporal client.
             task_queue: Where agents are started (default: ``Settings.load()``'s).
             principal: Act for this API key's principal only (its tenant and role;
-                see ``Identity``); ``None``: trusted, no checks. Added in 0.4.0.
+                see ``acting_for``); ``None``: trusted, no checks. Added in 0.4.0.
         """
         self.client = client
         self.task_queue = task_queue or Settings.load().task_queue
         self.identity = Identity(client, principal)
+
+    def acting_for(self, principal: Principal | None) -> Self:
+        """This client acting for ``principal``: its tenant, its role, its name as who acts.
+
+        The one access check of every interface (the gateway, the MCP server, the CLI):
+        the view shares this client's connection, task queue, event readers and tenant
+        cache (a chain's tenant is read once per process); its methods act for the
+        principal's tenant only, refuse what its role does not permit
+        (``AccessDeniedError``), answer another tenant's run exactly as a run that does
+        not exist (``AgentNotFoundError``), and record decisions, interrupts and
+        messages as sent by the key's name. ``None``: trusted, no checks.
+
+        ```python
+        alice = agents.acting_for(Principal(name="alice", tenant="acme", role="approver"))
+        await alice.approve(workflow_id, request_id, by="ignored")  # decided by "alice"
+        ```
+
+        Added in 0.9.0.
+        """
+        view = copy.copy(self)
+        view.identity = self.identity.acting_for(principal)
+        return view
 
     async def signal(self, workflow_id: str, signal: str, arg: Any = None) -> None:
         """Send a signal to an agent's current run (retried across continue-as-new).
 
         Raises:
             AgentNotFoundError: No run has that workflow id, or it has ended.
+            AccessDeniedError: The principal's role may not operate runs.
 
-        Added in 0.2.0.
+        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``.
         """
-        await self.identity.owns(workflow_id)
-        handle = self.client.get_workflow_handle(workflow_id)
-        await self._across_runs(workflow_id, lambda: handle.signal(signal, arg))
+        await self._signal_checked(workflow_id, "operate", signal, arg)
 
     async def update(
         self, workflow_id: str, update: str, arg: Any = None, *, result_type: type[_T]
@@ -74,39 +94,73 @@ class RunsClient:
 
         Raises:
             AgentNotFoundError: No run has that workflow id, or it has ended.
+            AccessDeniedError: The principal's role may not operate runs.
             temporalio.client.WorkflowUpdateFailedError: The agent refused the update.
 
-        Added in 0.2.0.
+        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``.
         """
-        await self.identity.owns(workflow_id)
-        handle = self.client.get_workflow_handle(workflow_id)
-        return await self._across_runs(
-            workflow_id, lambda: handle.execute_update(update, arg, result_type=result_type)
-        )
+        return await self._update_checked(workflow_id, "operate", update, arg, result_type)
 
     async def status(self, workflow_id: str) -> WorkflowExecutionStatus | None:
         """The Temporal status of the run a workflow id names now (``None``: no such run).
 
         A paused run is ``RUNNING`` here (it is open; ``is_paused`` tells them apart).
+        With a principal, another tenant's run is ``None`` too.
 
         Added in 0.3.0.
         """
-        # The raw describe: the SDK's cannot describe a paused run (status 8 is newer).
         try:
-            response = await self.client.workflow_service.describe_workflow_execution(
-                DescribeWorkflowExecutionRequest(
-                    namespace=self.client.namespace,
-                    execution=WorkflowExecution(workflow_id=workflow_id),
-                )
-            )
+            info = await self.identity.describe(workflow_id)
         except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                return None
             raise rpc_error(exc, not_found=_not_found(workflow_id)) from exc
-        status = response.workflow_execution_info.status
-        if status == RawStatus.WORKFLOW_EXECUTION_STATUS_PAUSED:
+        if info is None:
+            return None
+        if info.status == RawStatus.WORKFLOW_EXECUTION_STATUS_PAUSED:
             return WorkflowExecutionStatus.RUNNING
-        return WorkflowExecutionStatus(status) if status else None
+        return WorkflowExecutionStatus(info.status) if info.status else None
+
+    async def _signal_checked(
+        self, workflow_id: str, permission: Permission, signal: str, arg: Any
+    ) -> None:
+        """Check the caller (``Identity.owns``), then signal the run."""
+        await self.identity.owns(workflow_id, permission)
+        handle = self.client.get_workflow_handle(workflow_id)
+        await self._across_runs(workflow_id, lambda: handle.signal(signal, arg))
+
+    async def _update_checked(
+        self,
+        workflow_id: str,
+        permission: Permission,
+        update: str,
+        arg: Any,
+        result_type: type[_T],
+    ) -> _T:
+        """Check the caller, then send the update pinned to the chain it checked.
+
+        The pin (``first_execution_run_id``) lets the check use the chain remembered
+        from an earlier one without a describe: the server refuses the update as not
+        found if the id names another chain by then. Then the id is checked again,
+        with a describe, and the update goes to the new chain if it is the caller's.
+        """
+        chain = await self.identity.owns(workflow_id, permission, pinned=True)
+        try:
+            return await self._update_chain(workflow_id, chain, update, arg, result_type)
+        except AgentNotFoundError:
+            if chain is None:
+                raise
+            self.identity.forget(workflow_id)
+            fresh = await self.identity.owns(workflow_id, permission)
+            if fresh == chain:
+                raise
+        return await self._update_chain(workflow_id, fresh, update, arg, result_type)
+
+    async def _update_chain(
+        self, workflow_id: str, chain: str | None, update: str, arg: Any, result_type: type[_T]
+    ) -> _T:
+        handle = self.client.get_workflow_handle(workflow_id, first_execution_run_id=chain)
+        return await self._across_runs(
+            workflow_id, lambda: handle.execute_update(update, arg, result_type=result_type)
+        )
 
     async def _across_runs(self, workflow_id: str, call: Callable[[], Awaitable[_T]]) -> _T:
         # The server routes a call by workflow id to the run current when it arrives;

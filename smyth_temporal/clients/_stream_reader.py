@@ -29,14 +29,13 @@ from typing import Any
 import structlog
 from temporalio.api.common.v1 import Payload, WorkflowExecution
 from temporalio.api.enums.v1 import EventType, WorkflowExecutionStatus
-from temporalio.api.workflowservice.v1 import (
-    DescribeWorkflowExecutionRequest,
-    GetWorkflowExecutionHistoryRequest,
-)
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.client import Client, WorkflowQueryFailedError
 from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamItem
 from temporalio.converter import PayloadConverter
 from temporalio.service import RPCError, RPCStatusCode
+
+from smyth_temporal.clients._describe import describe_run
 
 __all__ = ["QUERY_TIMEOUT", "STREAM_POLL", "StreamBatch", "StreamGone", "StreamReader"]
 
@@ -247,14 +246,9 @@ class StreamReader:
             delay = min(delay * 2, _RETRY_MAX)
 
     async def _paused(self) -> bool:
-        response = await self._client.workflow_service.describe_workflow_execution(
-            DescribeWorkflowExecutionRequest(
-                namespace=self._client.namespace,
-                execution=WorkflowExecution(workflow_id=self.workflow_id),
-            )
-        )
-        status = response.workflow_execution_info.status
-        return status == WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_PAUSED
+        info = await describe_run(self._client, self.workflow_id)
+        paused = WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_PAUSED
+        return info is not None and info.status == paused
 
     async def _watch(self, watch: _Watch) -> None:
         """Long-poll the runs' histories; signal every completed workflow task and the end."""

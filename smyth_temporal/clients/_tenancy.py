@@ -1,25 +1,68 @@
-"""``TenantResolver``: which tenant an agent run belongs to, read from its input."""
+"""``TenantResolver``: which tenant an agent run belongs to, read from its input.
+
+Two bounded caches, both filled by the one describe (``describe_run``) and the run's
+first history event:
+
+- a chain's tenant (a chain of runs, linked by continue-as-new, is named by its first
+  run id): a fact that never changes, kept as long as it fits;
+- which chain a workflow id named at the last describe: a hint only, since an id may
+  be used again by a later chain, possibly of another tenant. It is trusted only by
+  calls the server itself pins to that chain (an update with ``first_execution_run_id``:
+  refused as not found if the id names another chain by then).
+"""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
+from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal.clients._describe import describe_run
 from smyth_temporal.exceptions import AgentNotFoundError
 from smyth_temporal.types.agent import AgentInput
 
-__all__ = ["TenantResolver"]
+__all__ = ["TENANT_CACHE_SIZE", "Owner", "TenantResolver"]
 
 log = structlog.get_logger("smyth_temporal.clients")
 
-_TENANT_CACHE_SIZE = 10_000
+TENANT_CACHE_SIZE = 10_000
+"""Chains (and workflow ids) a resolver remembers, the least recently used dropped first."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose run a workflow id names: its chain and the chain's tenant.
+
+    Added in 0.9.0.
+    """
+
+    chain: str
+    """The first run id of the chain the workflow id names (continue-as-new keeps it)."""
+    tenant: str | None
+    """The chain's tenant; ``None``: not an agent run (another workflow)."""
+    info: WorkflowExecutionInfo | None = None
+    """What the describe said of the run (status, ...); ``None`` when remembered."""
+
+
+class _Bounded(OrderedDict[str, str]):
+    """A mapping that forgets its least recently used entry past ``TENANT_CACHE_SIZE``."""
+
+    def get_fresh(self, key: str) -> str | None:
+        if key not in self:
+            return None
+        self.move_to_end(key)
+        return self[key]
+
+    def put(self, key: str, value: str) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > TENANT_CACHE_SIZE:
+            self.popitem(last=False)
 
 
 class TenantResolver:
@@ -27,14 +70,16 @@ class TenantResolver:
 
     The tenant is read from the run's ``AgentInput`` (a describe and one history
     event, no worker needed), once per chain of runs: nothing the agent could change,
-    and nothing written to the run's history.
+    and nothing written to the run's history. One resolver serves a client and every
+    view of it (``AgentClient.acting_for``).
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.9.0: ``current``, ``remembered``, ``forget``.
     """
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._tenants: OrderedDict[str, str] = OrderedDict()
+        self._tenants = _Bounded()
+        self._chains = _Bounded()
 
     async def check(self, tenant: str, workflow_id: str) -> None:
         """Make sure ``workflow_id`` is an agent run of ``tenant``.
@@ -50,23 +95,42 @@ class TenantResolver:
 
     async def tenant_of(self, workflow_id: str) -> str | None:
         """The tenant of the run ``workflow_id`` names now (``None``: no agent run)."""
-        # The raw describe: the SDK's cannot describe a paused run (status 8 is newer).
-        try:
-            description = await self.client.workflow_service.describe_workflow_execution(
-                DescribeWorkflowExecutionRequest(
-                    namespace=self.client.namespace,
-                    execution=WorkflowExecution(workflow_id=workflow_id),
-                )
-            )
-        except RPCError as exc:
-            if exc.status in (RPCStatusCode.NOT_FOUND, RPCStatusCode.INVALID_ARGUMENT):
-                return None
-            raise
-        info = description.workflow_execution_info
+        owner = await self.current(workflow_id)
+        return owner.tenant if owner is not None else None
+
+    async def current(self, workflow_id: str) -> Owner | None:
+        """The chain ``workflow_id`` names now and its tenant (``None``: no such run).
+
+        One describe; the chain's tenant is read once per chain. Remembers the chain
+        for ``remembered``.
+        """
+        info = await describe_run(self.client, workflow_id)
+        if info is None:
+            self.forget(workflow_id)
+            return None
         run_id = info.execution.run_id
         # A chain of runs (continue-as-new) keeps its first run id; workflow ids may
         # be used again by later chains, possibly of another tenant.
-        return await self.chain_tenant(workflow_id, run_id, info.first_run_id or run_id)
+        chain = info.first_run_id or run_id
+        tenant = await self.chain_tenant(workflow_id, run_id, chain)
+        self._chains.put(workflow_id, chain)
+        return Owner(chain, tenant, info)
+
+    def remembered(self, workflow_id: str) -> Owner | None:
+        """What the last ``current`` found for ``workflow_id``, without asking the server.
+
+        A hint: the id may name another chain since. Only for calls pinned to
+        ``Owner.chain`` (the server refuses them if it no longer is).
+        """
+        chain = self._chains.get_fresh(workflow_id)
+        tenant = self._tenants.get_fresh(chain) if chain is not None else None
+        if chain is None or tenant is None:
+            return None
+        return Owner(chain, tenant)
+
+    def forget(self, workflow_id: str) -> None:
+        """Drop the hint for ``workflow_id`` (the server said it names another chain now)."""
+        self._chains.pop(workflow_id, None)
 
     async def chain_tenant(self, workflow_id: str, run_id: str, chain: str) -> str | None:
         """The tenant of the run ``run_id`` of ``workflow_id``, whose chain began with ``chain``.
@@ -74,16 +138,14 @@ class TenantResolver:
         Read from the run's input once per chain, then remembered (a chain never
         changes tenant). ``None``: not an agent run.
         """
-        if chain in self._tenants:
-            self._tenants.move_to_end(chain)
-            return self._tenants[chain]
+        known = self._tenants.get_fresh(chain)
+        if known is not None:
+            return known
         tenant = await self._input_tenant(
             self.client.get_workflow_handle(workflow_id, run_id=run_id)
         )
         if tenant is not None:
-            self._tenants[chain] = tenant
-            if len(self._tenants) > _TENANT_CACHE_SIZE:
-                self._tenants.popitem(last=False)
+            self._tenants.put(chain, tenant)
         return tenant
 
     async def _input_tenant(self, handle: WorkflowHandle[Any, Any]) -> str | None:

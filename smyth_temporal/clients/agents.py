@@ -52,7 +52,7 @@ from smyth_temporal.exceptions import (
     UnknownAgentError,
 )
 from smyth_temporal.plugin import SmythPlugin
-from smyth_temporal.security._identity import Principal
+from smyth_temporal.security import Principal
 from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.types.approvals import ApprovalRequest
@@ -326,13 +326,14 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
             AgentPausedError: The run is paused.
             ClientError: No worker answered within ``timeout``, or the query failed.
 
-        Changed in 0.3.0: ``timeout``.
+        Changed in 0.3.0: ``timeout``. Changed in 0.9.0: with a principal whose role may
+        not operate runs (viewer, approver), ``data`` is empty, as the gateway showed it.
         """
         await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id)
         try:
             async with asyncio.timeout(timeout):
-                return await self._across_runs(
+                state: AgentState = await self._across_runs(
                     workflow_id, lambda: handle.query(STATE_QUERY, result_type=AgentState)
                 )
         except TimeoutError:
@@ -350,6 +351,11 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
                     f"`smyth resume {workflow_id}`"
                 ) from exc
             raise
+        if not self.identity.may("operate"):
+            # What an agent keeps for itself (working notes, intermediate results) is not
+            # part of what a read-only key is for.
+            state = state.model_copy(update={"data": {}})
+        return state
 
     async def pending_request(
         self, workflow_id: str, *, timeout: float | None = None

@@ -1,16 +1,19 @@
 """Authentication and roles as FastAPI dependencies.
 
 Every route but ``/healthz`` depends on ``require(permission)``: the caller's key
-(``Authorization: Bearer <key>``, which OpenAI clients send too) gives its tenant and
-role. No key or a bad one: 401; a role without the permission: 403; too many failures
-from one address or with one key's first characters: 429 instead of 401. A valid key is
-never throttled (see ``_throttle``). Failures are logged (never the key).
+(``Authorization: Bearer <key>``, which OpenAI clients send too) gives its principal.
+No key or a bad one: 401; a role without the permission: 403 (``Principal.permit``, in
+the words of every interface); too many failures from one address or with one key's
+first characters: 429 instead of 401. A valid key is never throttled (see
+``authenticate``). Failures are logged (never the key).
+
+The route then acts through ``gateway.acting_for(caller)``: the client's one access
+check (tenant, role, ownership of runs), never one of the gateway's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from http import HTTPStatus
 from typing import Annotated
 
 import structlog
@@ -18,8 +21,8 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from smyth_temporal.gateway._gateway import Gateway, gateway_of
-from smyth_temporal.security import KeyRefused, authenticate
-from smyth_temporal.security._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
+from smyth_temporal.security import KeyRefused, Permission, Principal, authenticate
+from smyth_temporal.security._identity import DEV_PRINCIPAL
 
 __all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
 
@@ -51,15 +54,14 @@ async def _caller(
 
 
 def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
-    """A dependency that gives the caller if its role grants ``permission`` (else 403)."""
+    """A dependency that gives the caller if its role grants ``permission``.
+
+    Refused before the request's body is read or anything is asked of Temporal: 403
+    (``AccessDeniedError``) in the client's words.
+    """
 
     async def allowed(caller: Annotated[Principal, Depends(_caller)]) -> Principal:
-        if not caller.may(permission):
-            raise HTTPException(
-                HTTPStatus.FORBIDDEN,
-                f"key {caller.name!r} has role {caller.role!r}, which may not "
-                f"{ACTIONS[permission]}",
-            )
+        caller.permit(permission)
         return caller
 
     return allowed

@@ -1,9 +1,10 @@
-"""What every route shares: the client, the agents served, the options, tenancy checks.
+"""What every route shares: the client, the agents served, the options.
 
 The gateway keeps no state of its own that matters: runs, sessions, approvals and
 memories live in Temporal (and the workers' stores), so any number of replicas can
-answer any request. The one cache here, which tenant a chain of runs belongs to, is
-derived from Temporal and never changes for a chain.
+answer any request. Routes act through ``acting_for(caller)``, the client's one access
+check, whose tenant cache (which tenant a chain of runs belongs to) is derived from
+Temporal and never changes for a chain.
 """
 
 from __future__ import annotations
@@ -20,12 +21,9 @@ from fastapi import Depends, Request
 from starlette.requests import ClientDisconnect
 
 from smyth_temporal.clients import AgentClient, AgentRef, agent_name
-from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.exceptions import UnknownAgentError
 from smyth_temporal.gateway._limits import StreamSlots
-from smyth_temporal.security import AuthLimiter
-from smyth_temporal.security._identity import Principal
-from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.security import AuthLimiter, KeyStore, Principal
 
 __all__ = [
     "REFUSED_FOR",
@@ -95,7 +93,6 @@ class Gateway:
     limiter: AuthLimiter = field(init=False)
     streams: StreamSlots = field(init=False)
     _names: tuple[str, ...] = field(init=False)
-    tenancy: TenantResolver = field(init=False)
     _served: dict[str, bool] = field(init=False, default_factory=dict)
     _refused_at: dict[str, float] = field(init=False, default_factory=dict)
     _probes: dict[str, asyncio.Future[bool | None]] = field(init=False, default_factory=dict)
@@ -103,7 +100,6 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self._names = tuple(dict.fromkeys(agent_name(a) for a in self.served))
-        self.tenancy = TenantResolver(self.agents.client)
         self.limiter = AuthLimiter(self.options.auth_burst, self.options.auth_refill_per_second)
         self.streams = StreamSlots(self.options.max_streams_per_key)
 
@@ -193,17 +189,12 @@ class Gateway:
         others = [n for n in self._names if n != name and n not in self._refused_at]
         return "the agents served here: " + (", ".join(others) or "none")
 
-    async def check_owner(self, principal: Principal, workflow_id: str) -> None:
-        """Make sure the run ``workflow_id`` is an agent run of the caller's tenant.
+    def acting_for(self, caller: Principal) -> AgentClient:
+        """The client acting for ``caller`` (``AgentClient.acting_for``): every route's way in.
 
-        Raises:
-            AgentNotFoundError: No such agent run for this tenant (see ``TenantResolver``).
+        Added in 0.9.0.
         """
-        await self.tenancy.check(principal.tenant, workflow_id)
-
-    async def chain_tenant(self, workflow_id: str, run_id: str, chain: str) -> str | None:
-        """The tenant of a run of a chain (see ``TenantResolver.chain_tenant``)."""
-        return await self.tenancy.chain_tenant(workflow_id, run_id, chain)
+        return self.agents.acting_for(caller)
 
 
 def gateway_of(request: Request) -> Gateway:

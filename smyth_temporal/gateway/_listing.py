@@ -4,7 +4,8 @@ Bounded per request: one page of at most ``limit`` runs is read from Temporal, a
 ``next_page_token`` goes on from there. The server filters by the ``SmythTenant``
 search attribute; runs without it (started before 0.8.0) come too, and the tenant
 of every listed chain is checked against its input once (one history event, then
-remembered per chain, as ``check_owner`` does): another tenant's run is never named.
+remembered per chain in the client's tenant cache, ``Identity.sees``): another
+tenant's run is never named.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from fastapi import APIRouter, HTTPException, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal.clients import AgentClient
 from smyth_temporal.clients._visibility import execution_page, is_paused_execution
 from smyth_temporal.gateway._auth import Reader
-from smyth_temporal.gateway._gateway import Gateway, GatewayDep
+from smyth_temporal.gateway._gateway import GatewayDep
 from smyth_temporal.gateway._models import RunList, RunSummary
-from smyth_temporal.security._identity import Principal
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, STATUS_ATTRIBUTE
 
 __all__ = [
@@ -111,18 +112,19 @@ async def list_runs(
     names = ", ".join(f"'{name}'" for name in gateway.agent_names)
     query = f"WorkflowType IN ({names}) AND ExecutionStatus != 'ContinuedAsNew'"
     token = decode_token(page_token)
+    agents = gateway.acting_for(caller)
+    tenant = agents.identity.tenant(None)
     async with refused_token(token):
         page, following = await execution_page(
-            gateway.agents.client, query, tenant=caller.tenant, page_size=limit, token=token
+            agents.client, query, tenant=tenant, page_size=limit, token=token
         )
-    runs = [_summary(execution) for execution in page if await _owned(gateway, caller, execution)]
+    runs = [_summary(execution) for execution in page if await _owned(agents, execution)]
     return RunList(runs=runs, next_page_token=encode_token(following))
 
 
-async def _owned(gateway: Gateway, caller: Principal, execution: WorkflowExecution) -> bool:
+async def _owned(agents: AgentClient, execution: WorkflowExecution) -> bool:
     chain = execution.raw_info.first_run_id or execution.run_id
-    tenant = await gateway.chain_tenant(execution.id, execution.run_id, chain)
-    return tenant == caller.tenant
+    return await agents.identity.sees(execution.id, execution.run_id, chain)
 
 
 def _summary(execution: WorkflowExecution) -> RunSummary:

@@ -1,7 +1,8 @@
 """Long-term memory (search, list, forget) and schedules, within the caller's tenant.
 
-Memory operations run on the agents' workers (``MemoryClient``), confined to the
-tenant the key names: another tenant's memories are neither found nor forgotten.
+Memory operations run on the agents' workers (``MemoryClient``, acting for the key),
+confined to the tenant the key names: another tenant's memories are neither found nor
+forgotten.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ async def list_memories(
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> MemoryList:
     """The tenant's memories, newest first."""
-    records = await gateway.agents.memory.list_memories(
-        tenant=caller.tenant, namespace=namespace, kinds=kinds, workflow_id=workflow_id, limit=limit
+    records = await gateway.acting_for(caller).memory.list_memories(
+        namespace=namespace, kinds=kinds, workflow_id=workflow_id, limit=limit
     )
     return MemoryList(memories=records)
 
@@ -52,9 +53,7 @@ async def search_memories(
     k: Annotated[int, Query(ge=1, le=100)] = 5,
 ) -> MemoryHits:
     """The tenant's memories closest to ``q``, best first."""
-    hits = await gateway.agents.memory.search(
-        q, tenant=caller.tenant, namespace=namespace, k=k, kinds=kinds
-    )
+    hits = await gateway.acting_for(caller).memory.search(q, namespace=namespace, k=k, kinds=kinds)
     return MemoryHits(hits=hits)
 
 
@@ -66,9 +65,7 @@ async def forget_memory(
     gateway: GatewayDep,
 ) -> ForgetResult:
     """Delete one memory of the tenant (404 if the tenant has no such memory there)."""
-    count = await gateway.agents.memory.forget(
-        [memory_id], tenant=caller.tenant, namespace=namespace
-    )
+    count = await gateway.acting_for(caller).memory.forget([memory_id], namespace=namespace)
     if count == 0:
         raise MemoryNotFoundError(
             f"no memory {memory_id!r} (tenant {caller.tenant}, memory namespace {namespace})"
@@ -79,4 +76,4 @@ async def forget_memory(
 @router.get("/schedules", summary="List schedules", tags=["schedules"])
 async def list_schedules(caller: Reader, gateway: GatewayDep) -> ScheduleList:
     """The tenant's agent schedules, by id."""
-    return ScheduleList(schedules=await gateway.agents.schedules.list(tenant=caller.tenant))
+    return ScheduleList(schedules=await gateway.acting_for(caller).schedules.list())

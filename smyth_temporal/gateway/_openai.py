@@ -162,7 +162,7 @@ async def chat_completions(
         )
     reply = await while_connected(
         request,
-        gateway.agents.send(name, session_id, text, tenant=caller.tenant, sender=caller.name),
+        gateway.acting_for(caller).send(name, session_id, text),
     )
     assert reply is not None  # waited for
     return ChatCompletion(

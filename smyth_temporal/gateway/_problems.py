@@ -25,6 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal._text import one_line
 from smyth_temporal.exceptions import (
+    AccessDeniedError,
     AgentFailedError,
     AgentNotFoundError,
     ClientError,
@@ -61,6 +62,8 @@ ERROR_TYPE_PREFIX = "urn:smyth:error:"
 # Most specific first: the first class an error is an instance of decides its status.
 _STATUSES: tuple[tuple[type[SmythError], HTTPStatus], ...] = (
     (AgentNotFoundError, HTTPStatus.NOT_FOUND),
+    # A role that may not: 403 in the words every interface uses (``Principal.permit``).
+    (AccessDeniedError, HTTPStatus.FORBIDDEN),
     (UnknownAgentError, HTTPStatus.NOT_FOUND),
     (ScheduleNotFoundError, HTTPStatus.NOT_FOUND),
     (MemoryNotFoundError, HTTPStatus.NOT_FOUND),

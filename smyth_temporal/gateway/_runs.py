@@ -51,14 +51,10 @@ async def start_run(
     served = await gateway.check_served(name)
     if served is False:
         gateway.agent(name)  # refused now: the same 404 as the next request gets
-    handle = await gateway.agents.start(
+    # The client acting for the key fills in what is the key's to say (its tenant).
+    handle = await gateway.acting_for(caller).start(
         name,
-        AgentInput(
-            prompt=body.prompt,
-            tenant=caller.tenant,
-            session_id=body.session_id,
-            metadata=body.metadata,
-        ),
+        AgentInput(prompt=body.prompt, session_id=body.session_id, metadata=body.metadata),
     )
     if served:  # else no worker polls yet: the run waits for one, as any run does
         await gateway.confirm_started(handle.id, name)
@@ -75,13 +71,8 @@ async def run_state(workflow_id: RunId, caller: Reader, gateway: GatewayDep) -> 
     The agent's own ``data`` is shown only to keys that may operate the run
     (operator, admin); viewers and approvers get it empty.
     """
-    await gateway.check_owner(caller, workflow_id)
-    state = await gateway.agents.state(workflow_id, timeout=gateway.options.worker_timeout)
-    if not caller.may("operate"):
-        # What an agent keeps for itself (working notes, intermediate results) is not
-        # part of what a read-only key is for.
-        state = state.model_copy(update={"data": {}})
-    return state
+    agents = gateway.acting_for(caller)
+    return await agents.state(workflow_id, timeout=gateway.options.worker_timeout)
 
 
 @router.get("/runs/{workflow_id}/result", summary="Wait for a run's result")
@@ -89,8 +80,7 @@ async def run_result(
     workflow_id: RunId, caller: Reader, gateway: GatewayDep, request: Request
 ) -> AgentResult:
     """Wait for the run to end and return its ``AgentResult`` (409 if it failed)."""
-    await gateway.check_owner(caller, workflow_id)
-    return await while_connected(request, gateway.agents.result(workflow_id))
+    return await while_connected(request, gateway.acting_for(caller).result(workflow_id))
 
 
 @router.get(
@@ -116,12 +106,10 @@ async def run_events(
     missed and nothing comes twice. An error after the stream began comes as
     ``event: error`` with problem details.
     """
-    await gateway.check_owner(caller, workflow_id)
     resume = last_event_id if last_event_id is not None else after
+    events = await gateway.acting_for(caller).open_events(workflow_id, after=resume)
     release = gateway.streams.take(caller)  # 429 past the key's cap
-    source: Lookahead[AgentEvent] = Lookahead(
-        gateway.agents.events(workflow_id, after=resume), on_close=release
-    )
+    source: Lookahead[AgentEvent] = Lookahead(events, on_close=release)
     await source.settle(EVENTS_SETTLE)
     return event_stream(
         source,
@@ -139,6 +127,5 @@ async def interrupt_run(
     body: InterruptRequest | None = None,
 ) -> InterruptOutcome:
     """Stop the current turn at its next safe point (409 when nothing runs)."""
-    await gateway.check_owner(caller, workflow_id)
     reason = body.reason if body is not None else None
-    return await gateway.agents.interrupt(workflow_id, reason=reason, by=caller.name)
+    return await gateway.acting_for(caller).interrupt(workflow_id, reason=reason)

@@ -1,7 +1,8 @@
 """Persistent sessions: a message in, the reply out, whole or streamed as it is written.
 
 The session is named by the agent, the caller's tenant and the session id in the
-path, so a key reaches only its own tenant's sessions.
+path, so a key reaches only its own tenant's sessions: the client acting for the key
+(``Gateway.acting_for``) fills in the tenant and the sender.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from smyth_temporal.gateway._sse import (
     event_stream,
     wants_stream,
 )
-from smyth_temporal.security._identity import Principal
+from smyth_temporal.security import Principal
 from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id
 
 __all__ = ["Piece", "router", "streamed_reply"]
@@ -66,14 +67,8 @@ async def streamed_reply(
     """
     release = gateway.streams.take(caller)  # 429 past the key's cap
     try:
-        stream = gateway.agents.send(
-            agent,
-            session_id,
-            text,
-            tenant=caller.tenant,
-            sender=caller.name,
-            while_busy=while_busy,
-            stream=True,
+        stream = gateway.acting_for(caller).send(
+            agent, session_id, text, while_busy=while_busy, stream=True
         )
     except BaseException:
         release()
@@ -119,14 +114,8 @@ async def send_message(
     """
     name = gateway.agent(agent)
     if not body.wait:
-        await gateway.agents.send(
-            name,
-            session_id,
-            body.text,
-            tenant=caller.tenant,
-            sender=caller.name,
-            while_busy=body.while_busy,
-            wait=False,
+        await gateway.acting_for(caller).send(
+            name, session_id, body.text, while_busy=body.while_busy, wait=False
         )
         accepted = MessageAccepted(workflow_id=session_workflow_id(name, caller.tenant, session_id))
         return JSONResponse(accepted.model_dump(), status_code=status.HTTP_202_ACCEPTED)
@@ -139,14 +128,7 @@ async def send_message(
         )
     reply = await while_connected(
         request,
-        gateway.agents.send(
-            name,
-            session_id,
-            body.text,
-            tenant=caller.tenant,
-            sender=caller.name,
-            while_busy=body.while_busy,
-        ),
+        gateway.acting_for(caller).send(name, session_id, body.text, while_busy=body.while_busy),
     )
     assert reply is not None  # waited for
     return reply

@@ -16,9 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import AccessDeniedError
-from smyth_temporal.security._identity import Principal
-from smyth_temporal.security._keys import KeyStore
-from smyth_temporal.security._throttle import AuthLimiter, KeyRefused, authenticate
+from smyth_temporal.security import AuthLimiter, KeyRefused, KeyStore, Principal, authenticate
 
 __all__ = [
     "AUTH_BURST",
@@ -100,7 +98,6 @@ class Callers:
     def __init__(self, agents: AgentClient, keys: KeyStore | None) -> None:
         self.agents = agents
         self.keys = keys
-        self._clients: dict[Principal, AgentClient] = {}
 
     def principal(self, headers: Mapping[str, str] | None) -> Principal | None:
         """The principal of the key the call came with (``None`` without keys).
@@ -114,17 +111,10 @@ class Callers:
         key = self.keys.authenticate(presented) if presented else None
         if key is None:
             raise AccessDeniedError("invalid or revoked API key")
-        return Principal(name=key.name, tenant=key.tenant, role=key.role)
+        return Principal.of(key)
 
     def client(self, headers: Mapping[str, str] | None) -> AgentClient:
-        """The client acting as the call's key (see ``principal``)."""
-        principal = self.principal(headers)
-        if self.keys is None or principal is None:
+        """The client acting as the call's key (``AgentClient.acting_for``; see ``principal``)."""
+        if self.keys is None:
             return self.agents
-        found = self._clients.get(principal)
-        if found is None:
-            found = AgentClient(
-                self.agents.client, task_queue=self.agents.task_queue, principal=principal
-            )
-            self._clients[principal] = found
-        return found
+        return self.agents.acting_for(self.principal(headers))

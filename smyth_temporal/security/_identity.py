@@ -1,7 +1,9 @@
 """Who calls: the principal an API key stands for, and what its role permits.
 
 Every interface (the gateway, ``AgentClient``, the CLI, the MCP server) derives the
-caller's tenant and role from here, never from a request's body.
+caller's tenant and role from here, never from a request's body, and refuses a role
+in the same words (``Principal.permit``). Runs are checked against the principal's
+tenant by ``AgentClient.acting_for(principal)``, the one access check.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from smyth_temporal.security._keys import Role
+from smyth_temporal.exceptions import AccessDeniedError
+from smyth_temporal.security._keys import ApiKey, Role
 
 __all__ = ["ACTIONS", "DEV_PRINCIPAL", "Permission", "Principal"]
 
@@ -48,9 +51,30 @@ class Principal:
     role: Role
     """What it may do."""
 
+    @classmethod
+    def of(cls, key: ApiKey) -> Principal:
+        """The principal an API key stands for.
+
+        Added in 0.9.0.
+        """
+        return cls(name=key.name, tenant=key.tenant, role=key.role)
+
     def may(self, permission: Permission) -> bool:
         """Whether the role grants ``permission``."""
         return permission in _GRANTS[self.role]
+
+    def permit(self, permission: Permission) -> None:
+        """Refuse unless the role grants ``permission``, in the words every interface uses.
+
+        Raises:
+            AccessDeniedError: It does not (the gateway answers 403).
+
+        Added in 0.9.0.
+        """
+        if not self.may(permission):
+            raise AccessDeniedError(
+                f"key {self.name!r} (role {self.role}) may not {ACTIONS[permission]}"
+            )
 
 
 DEV_PRINCIPAL = Principal(name="insecure-dev", tenant="default", role="admin")

@@ -122,7 +122,7 @@ def authenticate(
     """
     key = keys.authenticate(presented) if presented and keys is not None else None
     if key is not None:
-        return Principal(name=key.name, tenant=key.tenant, role=key.role)
+        return Principal.of(key)
     subjects = failure_subjects(address, presented)
     wait = limiter.retry_after(*subjects)
     if wait is not None:
