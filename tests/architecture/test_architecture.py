@@ -70,7 +70,7 @@ LAYERS: list[set[str]] = [
         "mcp_server",
     },
     {"agent"},
-    {"context", "activities", "mcp"},
+    {"context", "activities", "mcp", "notifications"},
     {"tools", "memory", "models", "storage", "security", "observability", "_live"},
     {
         "types",
