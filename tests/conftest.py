@@ -13,12 +13,9 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient
-from smyth_temporal.testing import (
-    new_task_queue,
-    start_dev_environment,
-    start_time_skipping_environment,
-)
+from smyth_temporal.testing import new_task_queue, start_time_skipping_environment
 from tests.helpers.agents import LEDGER_ENV
+from tests.helpers.workflow_environment import add_options, external_server, workflow_environment
 
 pytest_plugins = ["tests.helpers.browser_support"]  # the `browser` fixture (headless Chromium)
 
@@ -57,13 +54,27 @@ def payload_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 os.environ[name] = value
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)  # --workflow-environment=HOST:PORT and its namespace
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    external_server(config)  # a malformed --workflow-environment stops the run at once
+
+
 @pytest.fixture(scope="session")
-async def env(payload_store: Path) -> AsyncIterator[WorkflowEnvironment]:
-    environment = await start_dev_environment()
-    try:
-        yield environment
-    finally:
-        await environment.shutdown()
+async def env(
+    payload_store: Path, pytestconfig: pytest.Config
+) -> AsyncIterator[WorkflowEnvironment]:
+    """The session's Temporal server: a dev server, or ``--workflow-environment``'s."""
+    server = external_server(pytestconfig)
+    # Processes the tests start (workers, the CLI) name no namespace: they read this.
+    namespace = {"TEMPORAL_NAMESPACE": server.namespace} if server else {}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in namespace.items():
+            patch.setenv(name, value)
+        async with workflow_environment(server) as environment:
+            yield environment
 
 
 @pytest.fixture(scope="session")
