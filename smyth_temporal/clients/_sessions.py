@@ -135,7 +135,9 @@ class SessionsClient(LiveClient):
     ) -> SessionReply | None:
         name, tenant = agent_name(agent), message.tenant
         workflow_id = session_workflow_id(name, tenant, session_id)
-        start = AgentInput(tenant=tenant, session_id=session_id, mode="session")
+        start = AgentInput(
+            tenant=tenant, session_id=session_id, mode="session", started_by=message.sender
+        )
         options: dict[str, Any] = {
             "id": workflow_id,
             "task_queue": self.task_queue,

@@ -196,6 +196,9 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         tenant = self.identity.tenant(input.tenant)
         if tenant != input.tenant:
             input = input.model_copy(update={"tenant": tenant})
+        started_by = self.identity.by(input.started_by)
+        if started_by != input.started_by:
+            input = input.model_copy(update={"started_by": started_by})
         workflow_id = id or f"{name}-{uuid.uuid4().hex[:12]}"
         queue = task_queue or self.task_queue
 
