@@ -179,6 +179,7 @@ async def test_openapi_documents_every_route_with_problem_details(
         "/v1/runs/{workflow_id}/interrupt",
         "/v1/agents/{agent}/sessions/{session_id}/messages",
         "/v1/approvals",
+        "/v1/approvals/decisions",
         "/v1/runs/{workflow_id}/approvals/{request_id}",
         "/v1/memory",
         "/v1/memory/search",
