@@ -96,7 +96,10 @@ async def test_every_route_refuses_the_roles_without_its_permission(
         assert (answer.status_code == 403) == (not allowed), (role, answer.text)
         assert answer.status_code != 401, answer.text
         if not allowed:
-            assert f"key '{TENANT}-{role}' has role '{role}', which may not" in message(answer)
+            # The client's refusal, word for word (AgentClient.acting_for, the CLI, MCP).
+            assert f"key '{TENANT}-{role}' (role {role}) may not" in message(answer)
+            error = answer.json().get("error", answer.json())  # OpenAI's shape, or problem
+            assert error.get("code", error.get("type")).endswith("AccessDeniedError")
     # No key at all: 401 everywhere.
     assert (await asgi.request(method, path, json=body)).status_code == 401
 
