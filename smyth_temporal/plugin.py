@@ -40,7 +40,7 @@ from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._plaintext import SealedPayloadConverter
 from smyth_temporal.security._secrets import Secrets
-from smyth_temporal.settings import current_environment
+from smyth_temporal.settings import NotifySettings, current_environment
 from smyth_temporal.storage._defaults import default_payload_storage, with_chunk_codec
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.budget import PriceTable
@@ -225,7 +225,10 @@ class SmythPlugin(SimplePlugin):
                 request waits (``smyth_temporal.notifications``): webhooks and e-mail,
                 with their URLs and credentials, which never enter history. Agent
                 workers always serve the notification activity; without channels, a
-                notification fails at once naming the missing one. Added in 0.9.0.
+                notification fails at once naming the missing one. Default, read when a
+                worker starts: ``SMYTH_NOTIFY``, ``SMYTH_WEBHOOK_SECRET``,
+                ``SMYTH_SMTP_URL`` and ``SMYTH_CONSOLE_URL`` (``NotifySettings``).
+                Added in 0.9.0.
         """
         storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
         codec = _default_codec() if encryption is _DEFAULT else encryption
@@ -296,8 +299,11 @@ class SmythPlugin(SimplePlugin):
         # Approval notifications (smyth.notify.approval), channels or none. Imported
         # here: workflow modules that name SmythPlugin import this module inside the
         # sandbox, which refuses the HTTP client's imports.
-        from smyth_temporal.notifications import NotificationActivities
+        from smyth_temporal.notifications import NotificationActivities, Notifications
 
+        if self._notifications is None:
+            # Read when a worker starts, as the payload store and the memory are.
+            self._notifications = Notifications.from_settings(NotifySettings.load())
         activities.append(NotificationActivities(self._notifications).notify_approval)
         if "task_queue" in config and self._serve_model_queue:
             self._model_calls[config["task_queue"]] = model

@@ -40,7 +40,13 @@ from smyth_temporal.notifications import (
     Notifications,
 )
 from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
-from smyth_temporal.settings import ENVIRONMENT_ENV, current_environment, environment_namespace
+from smyth_temporal.settings import (
+    ENVIRONMENT_ENV,
+    NOTIFY_ENV,
+    NotifySettings,
+    current_environment,
+    environment_namespace,
+)
 from smyth_temporal.worker import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,
@@ -224,15 +230,13 @@ def worker(
             f"webhook URL (signed with {WEBHOOK_SECRET_ENV}), e.g. webhook=https://hooks.slack.com/"
             f"services/..., or e-mail addresses sent through {SMTP_URL_ENV} "
             "(smtp://user:password@host:port?from=ADDRESS), e.g. oncall=ops@example.com; "
-            "repeatable",
+            f"repeatable (default: {NOTIFY_ENV}, the same, separated by spaces)",
         ),
     ] = None,
     console_url: Annotated[
         str | None,
         typer.Option(
             "--console-url",
-            envvar=CONSOLE_URL_ENV,
-            show_envvar=False,
             metavar="URL",
             help="the console's public address, e.g. https://agents.example.com/console: "
             f"notifications link to the request there ({CONSOLE_URL_ENV})",
@@ -338,14 +342,10 @@ def _model_provider(spec: str) -> ModelProvider:
 
 
 def _notifications(specs: list[str], console_url: str | None) -> Notifications:
-    # The secret and the SMTP URL (credentials) come from the environment only, never
-    # from a command line that `ps` shows.
-    return Notifications.parse(
-        specs,
-        webhook_secret=os.environ.get(WEBHOOK_SECRET_ENV),
-        smtp_url=os.environ.get(SMTP_URL_ENV),
-        console_url=console_url,
-    )
+    # The secret and the SMTP URL (credentials) come from the environment or .env only,
+    # never from a command line that `ps` shows.
+    settings = NotifySettings.load(notify=tuple(specs) or None, console_url=console_url)
+    return Notifications.from_settings(settings)
 
 
 def _tracing(enabled: bool) -> bool:

@@ -16,6 +16,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import (
+    CONSOLE_URL_ENV,
+    SMTP_URL_ENV,
+    WEBHOOK_SECRET_ENV,
+    NotifySettings,
+)
 
 __all__ = [
     "CONSOLE_URL_ENV",
@@ -27,15 +33,6 @@ __all__ = [
     "WebhookChannel",
     "parse_channel",
 ]
-
-WEBHOOK_SECRET_ENV = "SMYTH_WEBHOOK_SECRET"
-"""The key webhooks are signed with (HMAC-SHA256 of the body)."""
-
-SMTP_URL_ENV = "SMYTH_SMTP_URL"
-"""The SMTP server e-mail channels send through (see ``SmtpServer.parse``)."""
-
-CONSOLE_URL_ENV = "SMYTH_CONSOLE_URL"
-"""The console's public address (``https://agents.example.com/console``), for links."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ADDRESS = re.compile(r"^[^@\s,<>]+@[^@\s,<>]+$")
@@ -245,4 +242,19 @@ class Notifications:
             webhook_secret=webhook_secret or None,
             smtp=SmtpServer.parse(smtp_url) if smtp_url else None,
             console_url=console_url.strip() if console_url else None,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: NotifySettings) -> Notifications:
+        """The channels a worker's settings name (``SMYTH_NOTIFY``, ``--notify``...).
+
+        Raises:
+            ConfigurationError: As ``parse``.
+        """
+        secret, smtp = settings.webhook_secret, settings.smtp_url
+        return cls.parse(
+            settings.notify,
+            webhook_secret=secret.get_secret_value() if secret else None,
+            smtp_url=smtp.get_secret_value() if smtp else None,
+            console_url=settings.console_url,
         )

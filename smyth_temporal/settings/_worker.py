@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, SecretStr
 from smyth_temporal.settings._base import SmythSettings, Switch
 from smyth_temporal.settings._connection import Settings
 from smyth_temporal.settings._environment import EnvironmentSettings
+from smyth_temporal.settings._notify import NotifySettings
 from smyth_temporal.settings._payloads import STATE_DIR
 from smyth_temporal.settings._security import SecretsSettings
 
@@ -103,7 +104,12 @@ class ObservabilitySettings(SmythSettings):
 
 
 class WorkerSettings(
-    Settings, ModelSettings, MemorySettings, SecretsSettings, ObservabilitySettings
+    Settings,
+    ModelSettings,
+    MemorySettings,
+    SecretsSettings,
+    ObservabilitySettings,
+    NotifySettings,
 ):
     """Everything a worker (``smyth worker``, ``run_worker``, ``SmythPlugin``) reads.
 

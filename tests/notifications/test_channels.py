@@ -32,6 +32,7 @@ from smyth_temporal.notifications import (
 from smyth_temporal.notifications._email import INSTALL_HINT, send_email
 from smyth_temporal.notifications._message import email_message, webhook_body
 from smyth_temporal.notifications._webhook import encode, post_webhook
+from smyth_temporal.settings import NotifySettings
 from smyth_temporal.types import ApprovalNotice, ApprovalRequest, arguments_sha256
 from tests.helpers.notify_receivers import smtp_server
 
@@ -294,3 +295,31 @@ async def test_smtp_refusals_are_final_and_an_unreachable_server_is_retried() ->
     with pytest.raises(ApplicationError) as unreachable:
         await send_email(server, message)
     assert not unreachable.value.non_retryable
+
+
+def test_channels_from_the_worker_settings() -> None:
+    settings = NotifySettings.from_environ(
+        {
+            "SMYTH_NOTIFY": "hook=https://hooks.example.com/x  "
+            "oncall=ops@example.com,lead@example.com",
+            "SMYTH_WEBHOOK_SECRET": SECRET,
+            "SMYTH_SMTP_URL": "smtp://mailer:pw@mail.example.com?from=agents@example.com",
+            "SMYTH_CONSOLE_URL": "https://agents.example.com/console",
+        }
+    )
+    notifications = Notifications.from_settings(settings)
+    assert notifications.channels == {
+        "hook": WebhookChannel("https://hooks.example.com/x"),
+        "oncall": EmailChannel(("ops@example.com", "lead@example.com")),
+    }
+    assert notifications.webhook_secret == SECRET
+    assert notifications.smtp is not None and notifications.smtp.password == "pw"
+    assert notifications.console_url == "https://agents.example.com/console"
+    assert SECRET not in repr(settings) and "pw@" not in repr(settings)
+    # An option wins over the environment.
+    override = NotifySettings.from_environ({"SMYTH_NOTIFY": "a=x@y.com"}, notify=("b=z@y.com",))
+    assert override.notify == ("b=z@y.com",)
+    with pytest.raises(ConfigurationError, match="SMYTH_SMTP_URL"):
+        Notifications.from_settings(
+            NotifySettings.from_environ({"SMYTH_SMTP_URL": "http://mail.example.com"})
+        )
