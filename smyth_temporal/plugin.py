@@ -224,8 +224,8 @@ class SmythPlugin(SimplePlugin):
             notifications: The channels approval policies may name to tell people a
                 request waits (``smyth_temporal.notifications``): webhooks and e-mail,
                 with their URLs and credentials, which never enter history. Agent
-                workers always serve the notification activity; without channels, a
-                notification fails at once naming the missing one. Default, read when a
+                workers always serve the notification activity; without the channel, a
+                notification fails naming it (and is retried elsewhere). Default, read when a
                 worker starts: ``SMYTH_NOTIFY``, ``SMYTH_WEBHOOK_SECRET``,
                 ``SMYTH_SMTP_URL`` and ``SMYTH_CONSOLE_URL`` (``NotifySettings``).
                 Added in 0.9.0.

@@ -38,9 +38,11 @@ class NotificationActivities:
     worker = Worker(client, task_queue=q, activities=[NotificationActivities(n).notify_approval])
     ```
 
-    ``SmythPlugin`` registers it on every agent worker, with or without channels: a
-    notice for a channel the worker lacks then fails at once, naming the channel,
-    instead of waiting for a worker that has the activity.
+    ``SmythPlugin`` registers it on every agent worker, with or without channels. A
+    notice for a channel this worker lacks fails naming the channel, and is retried:
+    another worker of the queue may have it (a rolling deploy that adds a channel);
+    if none does, the request's deadline ends the retries and the run publishes the
+    failure. Give every worker of a task queue the same channels.
 
     Added in 0.9.0.
     """
@@ -93,11 +95,11 @@ class NotificationActivities:
         channel = self._notifications.channels.get(notice.channel)
         if channel is None:
             have = ", ".join(sorted(self._notifications.channels)) or "none"
+            log.warning("notify.unknown_channel", have=have)
             raise ApplicationError(
                 f"this worker has no notification channel {notice.channel!r} (it has: {have}); "
                 f"add it with smyth worker --notify {notice.channel}=URL|ADDRESS",
                 type="UnknownNotificationChannel",
-                non_retryable=True,
             )
         try:
             if isinstance(channel, EmailChannel):
