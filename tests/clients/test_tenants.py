@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from mcp import Client as MCPClient
 from mcp import StdioServerParameters
@@ -27,8 +28,16 @@ from smyth_temporal import (
     AgentNotFoundError,
     ScheduleNotFoundError,
 )
+from smyth_temporal.gateway import create_app
+from smyth_temporal.mcp_server import agents_mcp_server
 from smyth_temporal.security import KeyStore, Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.approvals import (
+    APPROVAL_SIGNAL,
+    APPROVAL_UPDATE,
+    ApprovalDecision,
+    ApprovalOutcome,
+)
 from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.cli_support import assert_one_error_line, run_smyth
 from tests.helpers.mcp_servers import REPO_ROOT
@@ -213,3 +222,153 @@ async def test_schedules_belong_to_the_key_s_tenant(
             await operator.create(Trader, every=timedelta(hours=1), prompt="x", tenant="globex")
     finally:
         await operator.delete(schedule_id)
+
+
+async def test_every_interface_refuses_another_tenants_run_and_a_viewers_decision_alike(
+    client: Client, task_queue: str, address: str, waiting_run: str, keys: dict[str, str]
+) -> None:
+    """One access check (``AgentClient.acting_for``) behind the client, HTTP, MCP and the CLI."""
+    state = await wait_for_pending(as_key(client, task_queue, "acme-viewer"), waiting_run, 1)
+    request_id, sha256 = state.pending_approvals[0].id, state.pending_approvals[0].arguments_sha256
+    app = create_app(AgentClient(client, task_queue=task_queue), [Trader], keys=KeyStore())
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
+
+    async def refusals(name: str, whats: tuple[str, ...]) -> dict[str, str]:
+        """What each interface answers ``name`` reading the run or deciding its request."""
+        agents = as_key(client, task_queue, name)
+        headers = {"Authorization": f"Bearer {keys[name]}"}
+        env = {"SMYTH_API_KEY": keys[name]}
+        attempts = {
+            "state": (
+                lambda: agents.state(waiting_run),
+                lambda: http.get(f"/v1/runs/{waiting_run}", headers=headers),
+                ("run_state", {"workflow_id": waiting_run}),
+                ["state", waiting_run],
+            ),
+            "decide": (
+                lambda: agents.approve(waiting_run, request_id, by=name, arguments_sha256=sha256),
+                lambda: http.post(
+                    f"/v1/runs/{waiting_run}/approvals/{request_id}",
+                    json={"approved": True, "arguments_sha256": sha256},
+                    headers=headers,
+                ),
+                (
+                    "decide_approval",
+                    {
+                        "workflow_id": waiting_run,
+                        "approve": True,
+                        "request_id": request_id,
+                        "arguments_sha256": sha256,
+                    },
+                ),
+                ["approve", waiting_run, "--request", request_id, "--sha256", sha256],
+            ),
+        }
+        said: dict[str, str] = {}
+        # ``smyth mcp serve`` with SMYTH_API_KEY: its tools act through the key's client.
+        async with MCPClient(agents_mcp_server(agents, ["Trader"])) as mcp:
+            for what in whats:
+                in_python, over_http, (tool, arguments), command = attempts[what]
+                with pytest.raises((AgentNotFoundError, AccessDeniedError)) as refused:
+                    await in_python()
+                said[f"client {what}"] = str(refused.value)
+                answer = await over_http()
+                said[f"gateway {what} ({answer.status_code})"] = answer.json()["detail"]
+                result = await mcp.call_tool(tool, arguments)
+                assert result.is_error
+                # (The mcp SDK frames a tool's error: "Error executing tool T: <error>".)
+                said[f"mcp {what}"] = text_of(result).removeprefix(f"Error executing tool {tool}: ")
+                outcome = await asyncio.to_thread(
+                    run_smyth, *command, "--address", address, env=env
+                )
+                assert outcome.code == 1 and len(outcome.error_lines) == 1, outcome
+                said[f"cli {what}"] = outcome.error_lines[0].removeprefix("smyth: error: ")
+        return said
+
+    try:
+        stranger = await refusals("globex-admin", ("state", "decide"))
+        viewer = await refusals("acme-viewer", ("decide",))
+    finally:
+        await http.aclose()
+
+    missing = f"no agent run with workflow id '{waiting_run}'"
+    assert stranger == {
+        "client state": missing,
+        "client decide": missing,
+        "gateway state (404)": missing,
+        "gateway decide (404)": missing,
+        "mcp state": missing,
+        "mcp decide": missing,
+        "cli state": missing,
+        "cli decide": missing,
+    }
+    forbidden = "key 'acme-viewer' (role viewer) may not decide approvals"
+    assert viewer == {
+        "client decide": forbidden,
+        "gateway decide (403)": forbidden,
+        "mcp decide": forbidden,
+        "cli decide": forbidden,
+    }
+    # The run never heard of either.
+    owner = as_key(client, task_queue, "acme-approver")
+    assert [a.id for a in (await owner.state(waiting_run)).pending_approvals] == [request_id]
+
+
+async def test_status_tells_another_tenants_run_from_no_run_never(
+    client: Client, task_queue: str, waiting_run: str
+) -> None:
+    # ``status`` answered RUNNING for another tenant's run, and None for a missing one.
+    stranger = as_key(client, task_queue, "globex-admin")
+    assert await stranger.status(waiting_run) is None
+    assert await stranger.status("no-such-run") is None
+    assert await as_key(client, task_queue, "acme-viewer").status(waiting_run) is not None
+
+
+async def test_a_viewer_cannot_decide_through_the_raw_signal_or_update(
+    client: Client, task_queue: str, waiting_run: str
+) -> None:
+    # ``signal`` and ``update`` needed only "read": a viewer key could send the approval
+    # signal itself and have the sale run.
+    viewer = as_key(client, task_queue, "acme-viewer")
+    decision = ApprovalDecision(approved=True, by="acme-viewer")
+    with pytest.raises(AccessDeniedError, match="role viewer"):
+        await viewer.signal(waiting_run, APPROVAL_SIGNAL, decision)
+    with pytest.raises(AccessDeniedError, match="role viewer"):
+        await viewer.update(waiting_run, APPROVAL_UPDATE, decision, result_type=ApprovalOutcome)
+    approver = as_key(client, task_queue, "acme-approver")
+    with pytest.raises(AccessDeniedError, match="role approver"):
+        await approver.signal(waiting_run, APPROVAL_SIGNAL, decision)
+    state = await as_key(client, task_queue, "acme-operator").state(waiting_run)
+    assert [a.status for a in state.approvals] == ["pending"]
+
+
+async def test_a_remembered_run_whose_id_another_tenant_took_is_never_decided(
+    client: Client, task_queue: str, keys: dict[str, str]
+) -> None:
+    """The tenant cache trusts a remembered chain only for updates pinned to it."""
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply("sold")] * 3)
+    reused = f"reused-{task_queue}"
+    trusted = AgentClient(client, task_queue=task_queue)
+    acme = trusted.acting_for(Principal(name="acme-approver", tenant="acme", role="approver"))
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        first = await trusted.start(Trader, AgentInput(prompt="Sell", tenant="acme"), id=reused)
+        pending = await wait_for_pending(acme, first.id, 1)
+        await acme.approve(first.id, pending.pending_approvals[0].id, by="x")  # remembered
+        await trusted.result(first.id)
+
+        # The id, used again by globex, waits for the same request id.
+        await trusted.start(Trader, AgentInput(prompt="Sell", tenant="globex"), id=reused)
+        theirs = await wait_for_pending(trusted, reused, 1)
+        request_id = theirs.pending_approvals[0].id
+        with pytest.raises(AgentNotFoundError, match=f"no agent run with workflow id '{reused}'"):
+            await acme.approve(reused, request_id, by="x")
+        assert [a.status for a in (await trusted.state(reused)).approvals] == ["pending"]
+        await trusted.reject(reused, request_id, by="cleanup")
+        await trusted.result(reused)
+
+        # Used again by acme: the decision finds the new chain.
+        await trusted.start(Trader, AgentInput(prompt="Sell", tenant="acme"), id=reused)
+        ours = await wait_for_pending(trusted, reused, 1)
+        outcome = await acme.approve(reused, ours.pending_approvals[0].id, by="x")
+        assert outcome is not None and outcome.request.status == "approved"
+        assert (await trusted.result(reused)).output == "sold"
