@@ -22,9 +22,8 @@ from temporalio.worker import Worker
 from smyth_temporal import AgentClient, AgentInput, ClientError, SmythPlugin
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.cli.main import main
-from smyth_temporal.models._provider import ModelProvider
-from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from smyth_temporal.testing._scripted import ScriptStep
+from smyth_temporal.models import ModelProvider
+from smyth_temporal.testing import ScriptedModel, ScriptStep, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse, model_task_queue
 from tests.helpers.cli_support import Outcome
 from tests.helpers.live_agents import Operator

@@ -10,9 +10,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal.memory import MemoryManager
-from smyth_temporal.memory._edge import EdgeStore
-from smyth_temporal.memory._embed import HashEmbedder
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     ScriptedModel,

@@ -9,9 +9,7 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal import AgentClient, AgentInput, Message, ToolCall
 from smyth_temporal.context import estimate_tokens, pinned_prefix, plan_compaction
-from smyth_temporal.memory import MemoryManager
-from smyth_temporal.memory._edge import EdgeStore
-from smyth_temporal.memory._embed import HashEmbedder
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest
 from tests.helpers.context_agents import Digest, report_text

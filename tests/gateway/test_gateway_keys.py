@@ -14,8 +14,7 @@ import pytest
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.gateway import KeyStore
-from smyth_temporal.security import AuthLimiter
-from smyth_temporal.security._identity import Principal
+from smyth_temporal.security import AuthLimiter, Principal
 from tests.helpers.cli_support import (
     PROCESS_TIMEOUT,
     ROOT,

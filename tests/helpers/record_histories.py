@@ -35,9 +35,7 @@ from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.activities import tool_activities
 from smyth_temporal.activities.model import ModelActivities
-from smyth_temporal.memory import MemoryManager
-from smyth_temporal.memory._edge import EdgeStore
-from smyth_temporal.memory._embed import HashEmbedder
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     ScriptedModel,

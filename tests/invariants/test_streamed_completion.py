@@ -18,7 +18,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from smyth_temporal.models._openai_response import StreamedCompletion, to_model_response
-from smyth_temporal.testing._fake_openai import chat_completion
+from smyth_temporal.testing import chat_completion
 from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest

@@ -27,18 +27,21 @@ from typing import Any
 import pytest
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.memory import _edge, _qdrant
-from smyth_temporal.memory._edge import EdgeStore
-from smyth_temporal.memory._embed import HashEmbedder
-from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.memory._qdrant import QdrantServerStore
+from smyth_temporal.memory import (
+    EdgeStore,
+    HashEmbedder,
+    MemoryManager,
+    MemoryStore,
+    QdrantServerStore,
+    _edge,
+    _qdrant,
+)
 from smyth_temporal.memory._store import (
     INDEXED_FIELDS,
     NEVER,
     Condition,
     Match,
     MatchAny,
-    MemoryStore,
     Range,
     StoredPoint,
     StoreFilter,

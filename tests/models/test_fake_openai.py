@@ -12,13 +12,8 @@ from collections.abc import AsyncIterator, Iterator
 import openai
 import pytest
 
-from smyth_temporal.testing._fake_openai import (
-    FakeOpenAIServer,
-    FakeResponse,
-    chat_completion,
-    error_response,
-    fake_embedding,
-)
+from smyth_temporal.testing import FakeOpenAIServer, FakeResponse, chat_completion, error_response
+from smyth_temporal.testing._fake_openai import fake_embedding
 
 MESSAGES: list[dict[str, str]] = [{"role": "user", "content": "hi"}]
 

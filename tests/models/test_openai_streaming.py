@@ -15,15 +15,22 @@ import openai
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal.models import ModelRequest, ModelResponse, StreamingModelProvider
+from smyth_temporal.models import (
+    ModelRequest,
+    ModelResponse,
+    OpenAIProvider,
+    StreamingModelProvider,
+)
 from smyth_temporal.models._errors import to_application_error
-from smyth_temporal.models._openai import OpenAIProvider, StructuredOutput, _with_openai_errors
-from smyth_temporal.testing import ScriptedModel, reply, tool_call
-from smyth_temporal.testing._fake_openai import (
+from smyth_temporal.models._openai import StructuredOutput, _with_openai_errors
+from smyth_temporal.testing import (
     FakeOpenAIServer,
     FakeResponse,
+    ScriptedModel,
     chat_completion,
     error_response,
+    reply,
+    tool_call,
 )
 from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.types.messages import Message

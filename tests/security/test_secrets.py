@@ -46,8 +46,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from smyth_temporal.activities.tools import render_output
     from smyth_temporal.mcp import HttpServer
-    from smyth_temporal.models import ModelRequest, ModelResponse
-    from smyth_temporal.models._openai import OpenAIProvider
+    from smyth_temporal.models import ModelRequest, ModelResponse, OpenAIProvider
     from smyth_temporal.security import EnvSecrets, FileSecrets, Secrets
     from smyth_temporal.testing import (
         FakeOpenAIServer,
@@ -59,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
         reply,
         tool_call,
     )
-    from smyth_temporal.tools._context import ToolContext
+    from smyth_temporal.tools import ToolContext
     from tests.helpers.cli_support import (
         assert_one_error_line,
         run_smyth,

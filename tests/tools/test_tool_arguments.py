@@ -29,14 +29,8 @@ from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply
-from smyth_temporal.tools import Tool
-from smyth_temporal.tools._mcp import MCPTool
-from smyth_temporal.tools._tool import (
-    MAX_ARGUMENT_CHARS,
-    MAX_ARGUMENT_DEPTH,
-    json_depth,
-    value_depth,
-)
+from smyth_temporal.tools import MCPTool, Tool, value_depth
+from smyth_temporal.tools._tool import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, json_depth
 from smyth_temporal.types import ToolCall, arguments_sha256
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
