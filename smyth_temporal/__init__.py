@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         ScheduleSummary,
     )
     from smyth_temporal.plugin import SmythPlugin
+    from smyth_temporal.security import Principal
     from smyth_temporal.settings import Settings
 
 __version__ = "0.8.0"
@@ -99,6 +100,7 @@ _LAZY = {
     "ScheduleClient": "smyth_temporal.clients",
     "ScheduleSummary": "smyth_temporal.clients",
     "ScheduledRun": "smyth_temporal.clients",
+    "Principal": "smyth_temporal.security",
     "Settings": "smyth_temporal.settings",
     "SmythPlugin": "smyth_temporal.plugin",
 }
@@ -159,6 +161,7 @@ __all__ = [
     "PauseUnavailableError",
     "PayloadDecryptionError",
     "PendingApproval",
+    "Principal",
     "RunError",
     "ScheduleClient",
     "ScheduleExistsError",

@@ -47,6 +47,7 @@ def test_top_level_exports() -> None:
         "PauseUnavailableError",
         "PayloadDecryptionError",
         "PendingApproval",
+        "Principal",
         "RunError",
         "ScheduleClient",
         "ScheduleExistsError",
