@@ -304,6 +304,8 @@ class SmythPlugin(SimplePlugin):
         if self._notifications is None:
             # Read when a worker starts, as the payload store and the memory are.
             self._notifications = Notifications.from_settings(NotifySettings.load())
+        named = [policy for spec in tools if (policy := spec.approval_policy) is not None]
+        self._notifications.missing(named)  # logs the channels this worker lacks
         activities.append(NotificationActivities(self._notifications).notify_approval)
         if "task_queue" in config and self._serve_model_queue:
             self._model_calls[config["task_queue"]] = model

@@ -10,9 +10,12 @@ names two channels. A target that starts with ``http://`` or ``https://`` is a w
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import structlog
 
 from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
@@ -22,6 +25,9 @@ from smyth_temporal.settings import (
     WEBHOOK_SECRET_ENV,
     NotifySettings,
 )
+
+if TYPE_CHECKING:
+    from smyth_temporal import ApprovalPolicy
 
 __all__ = [
     "CONSOLE_URL_ENV",
@@ -33,6 +39,8 @@ __all__ = [
     "WebhookChannel",
     "parse_channel",
 ]
+
+_log = structlog.get_logger("smyth_temporal.notifications")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ADDRESS = re.compile(r"^[^@\s,<>]+@[^@\s,<>]+$")
@@ -243,6 +251,27 @@ class Notifications:
             smtp=SmtpServer.parse(smtp_url) if smtp_url else None,
             console_url=console_url.strip() if console_url else None,
         )
+
+    def missing(self, policies: Iterable[ApprovalPolicy]) -> list[str]:
+        """The channels ``policies`` name that this worker does not have, logged.
+
+        A worker checks its agents' policies when it starts: each notification over
+        such a channel would fail (and be retried, in case another worker has it).
+        """
+        named = {
+            channel
+            for policy in policies
+            for channel in (*policy.notify, *(c for step in policy.escalation for c in step.notify))
+        }
+        missing = sorted(named - set(self.channels))
+        if missing:
+            _log.warning(
+                "notify.channels_missing",
+                channels=missing,
+                have=sorted(self.channels),
+                hint="smyth worker --notify NAME=URL|ADDRESS (or SMYTH_NOTIFY)",
+            )
+        return missing
 
     @classmethod
     def from_settings(cls, settings: NotifySettings) -> Notifications:

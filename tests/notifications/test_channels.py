@@ -132,7 +132,10 @@ def test_smtp_urls() -> None:
 
 
 async def test_the_worker_command_refuses_a_webhook_without_its_secret(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], reset_structlog: None
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    reset_structlog: None,
+    address: str,
 ) -> None:
     monkeypatch.delenv("SMYTH_WEBHOOK_SECRET", raising=False)
     args = [
@@ -141,7 +144,7 @@ async def test_the_worker_command_refuses_a_webhook_without_its_secret(
         "--model",
         "tests.helpers.cli_models:trader",
         "--address",
-        "127.0.0.1:1",  # never reached: the channels are checked first
+        address,
         "--notify",
         "hook=https://hooks.example.com/T0/B0",
     ]
@@ -324,3 +327,23 @@ def test_channels_from_the_worker_settings() -> None:
         Notifications.from_settings(
             NotifySettings.from_environ({"SMYTH_SMTP_URL": "http://mail.example.com"})
         )
+
+
+def test_a_worker_names_the_channels_its_policies_need_and_it_lacks() -> None:
+    from structlog.testing import capture_logs
+
+    from smyth_temporal import ApprovalPolicy, EscalationStep
+
+    policy = ApprovalPolicy(
+        notify=("hook", "pager"),
+        escalation=[EscalationStep(after=timedelta(hours=1), roles=("lead",), notify=("lead",))],
+    )
+    notifications = Notifications.parse(["hook=https://hooks.example.com/x"], webhook_secret=SECRET)
+    with capture_logs() as logs:
+        assert notifications.missing([policy, ApprovalPolicy(notify=("hook",))]) == [
+            "lead",
+            "pager",
+        ]
+        assert notifications.missing([ApprovalPolicy(notify=("hook",))]) == []
+    [warning] = [e for e in logs if e["event"] == "notify.channels_missing"]
+    assert (warning["channels"], warning["have"]) == (["lead", "pager"], ["hook"])
