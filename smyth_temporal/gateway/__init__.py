@@ -6,8 +6,9 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
 
 - ``_app``: ``create_app``; ``_serve``: ``serve`` (uvicorn);
 - one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
-  ``_approvals``, ``_memory`` (memory and schedules), ``_openai``; ``console``: the web
-  console, static pages that call the API from the browser;
+  ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_whoami`` (the
+  caller's key); ``console``: the web console, static pages that call the API from the
+  browser;
 - identity: the key file and principals live in ``smyth_temporal.security`` (every
   interface shares them); here ``_throttle`` (the brake on failed authentications) and
   ``_auth`` (the FastAPI dependencies);

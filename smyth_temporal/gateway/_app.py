@@ -32,6 +32,7 @@ from smyth_temporal.gateway._problems import (
 )
 from smyth_temporal.gateway._runs import router as runs
 from smyth_temporal.gateway._sessions import router as sessions
+from smyth_temporal.gateway._whoami import router as whoami
 from smyth_temporal.gateway.console import router as console
 from smyth_temporal.security._keys import KeyStore
 
@@ -117,7 +118,7 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     if insecure_dev:
         app.add_middleware(LoopbackHostOnly)  # no keys: no page elsewhere may reach it
-    for router in (listing, runs, sessions, approvals, memory, openai_api):
+    for router in (listing, runs, sessions, approvals, memory, whoami, openai_api):
         app.include_router(router)
     if options.console:
         app.include_router(console)

@@ -12,6 +12,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from smyth_temporal.clients import PendingApproval, ScheduleSummary
+from smyth_temporal.security import Permission, Role
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.sessions import WhileBusy
 
@@ -19,6 +20,7 @@ __all__ = [
     "ApprovalList",
     "Decision",
     "ForgetResult",
+    "Identity",
     "InterruptRequest",
     "MemoryHits",
     "MemoryList",
@@ -122,6 +124,19 @@ class ApprovalList(BaseModel):
     approvals: list[PendingApproval]
     next_page_token: str | None = None
     """Send it as ``page_token`` for the next page; absent on the last one."""
+
+
+class Identity(BaseModel):
+    """Who the caller's key says it is (``GET /v1/whoami``)."""
+
+    name: str
+    """The key's name: recorded as who decided, interrupted or sent."""
+    tenant: str
+    """The only tenant the key reaches."""
+    role: Role
+    """The key's role."""
+    permissions: list[Permission]
+    """What the role permits: ``read``, ``operate``, ``approve``, ``admin``."""
 
 
 class MemoryHits(BaseModel):

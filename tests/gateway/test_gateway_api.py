@@ -76,6 +76,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, Permission]] = [
     ("GET", "/v1/memory/search?q=acme", None, "read"),
     ("DELETE", "/v1/memory/m1?namespace=research", None, "admin"),
     ("GET", "/v1/schedules", None, "read"),
+    ("GET", "/v1/whoami", None, "read"),
     ("GET", "/openai/v1/models", None, "read"),
     ("POST", "/openai/v1/chat/completions", chat("Nobody"), "operate"),
 ]
@@ -188,6 +189,7 @@ async def test_openapi_documents_every_route_with_problem_details(
         "/v1/memory/search",
         "/v1/memory/{memory_id}",
         "/v1/schedules",
+        "/v1/whoami",
         "/openai/v1/models",
         "/openai/v1/chat/completions",
     }

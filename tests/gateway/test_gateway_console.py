@@ -125,3 +125,27 @@ async def test_runs_are_listed_for_the_keys_tenant_with_their_pending_approvals(
     assert len(limited.json()["runs"]) == 1
     assert nothing.status_code == 422
     assert OTHER not in mine.text
+
+
+async def test_whoami_names_the_keys_tenant_role_and_what_it_may_do(
+    asgi: httpx.AsyncClient, keys: Keys
+) -> None:
+    """The console's header and the actions it offers come from here."""
+    permissions = {
+        "viewer": ["read"],
+        "operator": ["read", "operate"],
+        "approver": ["read", "approve"],
+        "admin": ["read", "operate", "approve", "admin"],
+    }
+    for role, allowed in permissions.items():
+        answer = await asgi.get("/v1/whoami", headers=keys.headers(role))
+        assert answer.json() == {
+            "name": f"{TENANT}-{role}",
+            "tenant": TENANT,
+            "role": role,
+            "permissions": allowed,
+        }
+    other = (await asgi.get("/v1/whoami", headers=bearer(keys.other))).json()
+    assert (other["name"], other["tenant"], other["role"]) == (f"{OTHER}-admin", OTHER, "admin")
+    assert (await asgi.get("/v1/whoami")).status_code == 401
+    assert (await asgi.get("/v1/whoami", headers=bearer("smyth_not-a-key"))).status_code == 401

@@ -81,7 +81,11 @@ def approve_in_the_console(driver: WebDriver, url: str, key: str, workflow_id: s
     text_in(driver, "#run-status", "completed")
     conversation = driver.find_element(By.CSS_SELECTOR, ".conversation").text
     assert "Sell ACME" in conversation and REASON in conversation
-    assert "tool result\nsell\nsold 10 ACME" in conversation.lower().replace("acme", "ACME")
+    # The tool call is one line, its result in brief; the whole result opens on click.
+    call = shown(driver, ".conversation li.tool summary")
+    assert call.text.startswith("sell") and "→ sold 10 ACME" in call.text
+    call.click()
+    assert shown(driver, ".conversation li.tool .tool-body").text.endswith("sold 10 ACME")
     assert ANSWER in conversation
     driver.set_window_size(1280, 1800)  # the whole conversation in one picture
     driver.save_screenshot(str(ARTIFACTS / "console-run.png"))
@@ -156,8 +160,8 @@ def edit_in_the_inbox_then_search_memory(
     card.find_element(By.CSS_SELECTOR, "form.decide .approve").click()
     WebDriverWait(driver, WAIT).until(
         lambda _: (
-            "approved by acme-approver: half now"
-            in card.find_element(By.CSS_SELECTOR, ".outcome").text
+            "approved by acme-approver" in card.find_element(By.CSS_SELECTOR, ".outcome").text
+            and card.find_element(By.CSS_SELECTOR, ".comment").text == "half now"
         )
     )
 

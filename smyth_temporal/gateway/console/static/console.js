@@ -5,6 +5,8 @@
 
 const KEY_ITEM = "smyth.console.key";
 const POLL_MS = 5000;
+const REFRESH_MS = 1000; // relative times ("3 s ago") are redrawn this often
+const RECENT_MEMORIES = 20; // the memory page lists this many on open
 
 // ---- the API ---------------------------------------------------------------------
 
@@ -135,14 +137,13 @@ function pretty(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
 
-function ago(iso) {
-  const seconds = Math.round((Date.now() - Date.parse(iso)) / 1000);
-  return duration(seconds) + " ago";
-}
-
-function until(iso) {
-  const seconds = Math.round((Date.parse(iso) - Date.now()) / 1000);
-  return seconds < 0 ? duration(-seconds) + " ago" : "in " + duration(seconds);
+/** `value` on one line, for a collapsed row: `name: "value", ...`, cut at `max` characters. */
+function oneLine(value, max = 160) {
+  const text = value !== null && typeof value === "object" && !Array.isArray(value)
+    ? Object.entries(value).map(([name, v]) => name + ": " + JSON.stringify(v)).join(", ")
+    : typeof value === "string" ? value : JSON.stringify(value);
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? flat.slice(0, max - 1) + "…" : flat;
 }
 
 function duration(seconds) {
@@ -150,6 +151,24 @@ function duration(seconds) {
   if (seconds < 5400) return Math.round(seconds / 60) + " min";
   if (seconds < 172800) return Math.round(seconds / 3600) + " h";
   return Math.round(seconds / 86400) + " days";
+}
+
+/** How far `iso` is from now: "3 min ago" or "in 3 min". */
+function relative(iso) {
+  const seconds = Math.round((Date.parse(iso) - Date.now()) / 1000);
+  return seconds <= 0 ? duration(-seconds) + " ago" : "in " + duration(seconds);
+}
+
+/** A time shown relative to now, kept current by refreshTimes (the exact time on hover). */
+function when(iso) {
+  return h("time", { datetime: iso, class: "relative", title: new Date(iso).toLocaleString() }, relative(iso));
+}
+
+/** Bring every relative time on the page up to date; runs every REFRESH_MS. */
+function refreshTimes() {
+  for (const element of document.querySelectorAll("time.relative")) {
+    element.textContent = relative(element.getAttribute("datetime"));
+  }
 }
 
 function time(iso) {
@@ -168,46 +187,139 @@ function view() {
   return document.getElementById("view");
 }
 
+// ---- who is signed in ----------------------------------------------------------------
+
+/** The signed-in key, from GET whoami: {name, tenant, role, permissions}; null before. */
+let me = null;
+
+/** Whether the signed-in key's role grants `permission`; the API refuses the rest anyway. */
+function may(permission) {
+  return me !== null && me.permissions.includes(permission);
+}
+
+/** Ask the gateway whom the stored key stands for, and show it in the header. */
+async function identify() {
+  me = await call("whoami");
+  showIdentity();
+}
+
+function showIdentity() {
+  document.getElementById("identity").textContent =
+    me === null ? "" : me.tenant + " · " + me.role + " (" + me.name + ")";
+}
+
+/** Why the signed-in key may not do something, in the words the API's 403 uses. */
+function notAllowed(action) {
+  return me === null
+    ? "Sign in with a key that may " + action + "."
+    : "Your key " + me.name + " has role " + me.role + ", which may not " + action + ".";
+}
+
 // ---- an approval request, with its decision form ------------------------------------
 
-/** A card for one approval request; the decision pins the hash of the arguments shown. */
-function approvalCard(workflowId, agent, request) {
+/**
+ * A card for one approval request; the decision pins the hash of the arguments shown.
+ * Given `card`, draws it again in place for the request's new state (voted, decided,
+ * expired), so the element, its place and its data-key stay.
+ */
+function approvalCard(workflowId, agent, request, card = h("article", { class: "card approval" })) {
   const argumentsList = h("dl", { class: "arguments" },
     Object.entries(request.arguments).map(([name, value]) => [h("dt", {}, name), h("dd", {}, pretty(value))]));
-  // Built by h(), which leaves out a missing reason (DOM append would write "null").
-  const card = h("article", { class: "card approval", "data-request": request.id, "aria-label": "Approval: " + request.tool },
+  card.dataset.request = request.id;
+  card.dataset.status = request.status;
+  card.setAttribute("aria-label", "Approval: " + request.tool);
+  const decidedHere = (outcome) => {
+    approvalCard(workflowId, agent, outcome, card);
+    const result = card.querySelector(".outcome, .quorum");
+    if (result) { result.tabIndex = -1; result.focus(); } // where the pressed button was
+  };
+  // A missing part (no reason, no quorum) is left out: replaceChildren would write "null".
+  card.replaceChildren(...[
     h("h3", {}, request.tool),
     h("p", { class: "meta" }, agent ? agent + " · " : "", runLink(workflowId)),
     argumentsList,
     request.reason ? h("blockquote", { class: "reason" }, request.reason) : null,
-    h("p", { class: "meta" }, "Requested ", h("span", { title: request.requested_at }, ago(request.requested_at)),
-      " · deadline ", h("span", { title: request.deadline }, until(request.deadline)),
-      " (then " + request.on_timeout.replace(/_/g, " ") + ")"),
-  );
-  card.append(request.status === "pending" ? decisionForm(workflowId, request) : decided(request));
+    timing(request),
+    quorumProgress(request),
+    request.status === "pending" ? decisionForm(workflowId, request, decidedHere) : decided(request),
+  ].filter((part) => part !== null));
   return card;
 }
 
-function decided(request) {
-  const by = request.decision ? " by " + request.decision.by : "";
-  const comment = request.decision && request.decision.comment ? ": " + request.decision.comment : "";
-  return h("p", { class: "outcome", "data-status": request.status }, request.status + by + comment);
+/** When it was asked; while it waits, its deadline too (a decided request has none). */
+function timing(request) {
+  const asked = ["Requested ", when(request.requested_at)];
+  if (request.status !== "pending") return h("p", { class: "meta timing" }, asked);
+  return h("p", { class: "meta timing" }, asked, " · deadline ", when(request.deadline),
+    " (then " + request.on_timeout.replace(/_/g, " ") + ")");
 }
 
-function decisionForm(workflowId, request) {
+/** "Approvals: 1 of 2: alice" for a request that needs several approvers; null otherwise. */
+function quorumProgress(request) {
+  const rule = request.policy;
+  if (!rule || rule.quorum <= 1) return null;
+  const approvers = (request.votes || []).filter((vote) => vote.approved).map((vote) => vote.by);
+  return h("p", { class: "quorum" }, "Approvals: " + approvers.length + " of " + rule.quorum +
+    (approvers.length ? ": " + approvers.join(", ") : ""));
+}
+
+/** The roles that may decide `request` now: its policy's, widened by each escalation step. */
+function decidingRoles(rule, request) {
+  const roles = [...rule.roles];
+  for (const step of rule.escalation.slice(0, (request.escalated_at || []).length)) {
+    for (const role of step.roles) if (!roles.includes(role)) roles.push(role);
+  }
+  return roles;
+}
+
+/** Why the signed-in key may not decide `request` (the API refuses it too); null if it may. */
+function decideRefusal(request) {
+  if (!may("approve")) return notAllowed("decide approvals");
+  const rule = request.policy;
+  if (!rule) return null;
+  const roles = decidingRoles(rule, request);
+  if (!roles.includes(me.role)) {
+    return "Your role " + me.role + " may not decide this request (roles that may: " + roles.join(", ") + ").";
+  }
+  if (rule.forbid_requester && request.requested_by === me.name) {
+    return "Your key " + me.name + " started this run and may not decide its own request.";
+  }
+  const vote = (request.votes || []).find((v) => v.by === me.name);
+  if (vote) return "You " + (vote.approved ? "approved" : "rejected") + " it already; each approver counts once.";
+  return null;
+}
+
+/** How a request ended: approved or rejected by whom, or expired; when; the comment. */
+function decided(request) {
+  const decision = request.decision;
+  const by = decision && request.status !== "expired" ? " by " + decision.by : "";
+  return h("div", { class: "decided" },
+    h("p", { class: "outcome", "data-status": request.status }, request.status + by,
+      request.decided_at ? [" ", when(request.decided_at)] : null),
+    decision && decision.comment ? h("p", { class: "comment" }, decision.comment) : null);
+}
+
+/** The form that decides `request`; `onDecided` gets the decided request. */
+function decisionForm(workflowId, request, onDecided) {
   const id = "d-" + request.id.replace(/[^A-Za-z0-9_-]/g, "_");
   const original = JSON.stringify(request.arguments, null, 2);
   const comment = h("input", { id: id + "-comment", name: "comment", type: "text", autocomplete: "off" });
   const edited = h("textarea", { id: id + "-arguments", name: "arguments", rows: 4, spellcheck: "false" });
   edited.value = original;
   const error = h("p", { class: "error", role: "alert" });
-  const form = h("form", { class: "decide" },
+  // A key that may not decide sees why instead of buttons that would only fail (the API
+  // refuses it anyway: 403, or 409 for a policy's refusal).
+  const refusal = decideRefusal(request);
+  const allowed = refusal === null;
+  const controls = h("fieldset", { class: "controls", disabled: !allowed },
     h("label", { for: comment.id }, "Comment"), comment,
     h("details", {}, h("summary", {}, "Edit arguments"),
       h("label", { for: edited.id }, "Arguments (JSON)"), edited),
     h("div", { class: "actions" },
       h("button", { type: "submit", value: "approve", class: "approve" }, "Approve"),
-      h("button", { type: "submit", value: "reject", class: "reject" }, "Reject")),
+      h("button", { type: "submit", value: "reject", class: "reject" }, "Reject")));
+  const form = h("form", { class: "decide" }, controls,
+    allowed ? null : h("p", { class: "hint not-allowed" }, refusal),
     error);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -222,15 +334,15 @@ function decisionForm(workflowId, request) {
         return;
       }
     }
-    for (const button of form.querySelectorAll("button")) button.disabled = true;
+    controls.disabled = true;
     try {
       const outcome = await call(
         "runs/" + encodeURIComponent(workflowId) + "/approvals/" + encodeURIComponent(request.id),
         { method: "POST", body: decision });
-      form.replaceWith(decided(outcome.request));
+      onDecided(outcome.request);
     } catch (failed) {
       error.textContent = failed.message;
-      for (const button of form.querySelectorAll("button")) button.disabled = false;
+      controls.disabled = !allowed;
     }
   });
   return form;
@@ -267,10 +379,14 @@ function approvalsView(signal) {
     }
     for (const pending of approvals) {
       const key = pending.workflow_id + "/" + pending.request.id;
-      if (list.querySelector('[data-key="' + CSS.escape(key) + '"]')) continue;
-      const card = approvalCard(pending.workflow_id, pending.agent, pending.request);
+      const votes = String((pending.request.votes || []).length);
+      const shown = list.querySelector('[data-key="' + CSS.escape(key) + '"]');
+      if (shown && shown.dataset.votes === votes) continue;
+      // New, or someone's vote counted since (quorum progress): drawn (again).
+      const card = approvalCard(pending.workflow_id, pending.agent, pending.request, shown || undefined);
       card.dataset.key = key;
-      list.append(card);
+      card.dataset.votes = votes;
+      if (!shown) list.append(card);
     }
     empty.hidden = list.childElementCount > 0;
   }, status, signal);
@@ -299,7 +415,11 @@ function runsView(signal) {
   }, status, signal);
 }
 
-/** The live run: its conversation, streamed text, tool calls, approvals, status, usage. */
+/**
+ * The live run as a compact timeline: the conversation's text in full, each tool call
+ * one line (its arguments and result open on click), approvals, status and usage. The
+ * run's output is its last answer, already shown: the end says only how the run ended.
+ */
 function runView(workflowId, signal) {
   const status = h("span", { id: "run-status" }, statusBadge("connecting"));
   const usage = h("span", { id: "run-usage" });
@@ -310,7 +430,8 @@ function runView(workflowId, signal) {
     h("p", { class: "meta" }, "Status: ", status, " · ", usage),
     problem, log);
   let agent = null;
-  const texts = new Map(); // message id -> {element, attempt}
+  const steps = new Map(); // run id/step -> {text, tools, attempt}
+  const calls = new Map(); // tool call id -> its row's parts
 
   const setStatus = (value) => status.replaceChildren(statusBadge(value));
   const setUsage = (u) => {
@@ -322,53 +443,93 @@ function runView(workflowId, signal) {
     log.append(item);
     return item;
   };
-  const bubble = (messageId) => {
-    if (!texts.has(messageId)) {
+  /** The step's card: its text and, under it, a line per tool call it made. */
+  const stepOf = (e) => {
+    const key = e.step ? e.run_id + "/" + e.step : "message/" + e.message_id;
+    if (!steps.has(key)) {
       const text = h("p", { class: "text" });
-      add("assistant", h("span", { class: "who" }, "Assistant"), text);
-      texts.set(messageId, { element: text, attempt: 0 });
+      const tools = h("ol", { class: "tools" });
+      add("assistant", h("span", { class: "who" }, e.step ? "Step " + e.step : "Assistant"), text, tools);
+      steps.set(key, { text, tools, attempt: 0 });
     }
-    return texts.get(messageId);
+    return steps.get(key);
   };
+  /** One line per tool call: name, arguments and outcome in brief; the rest on click. */
+  const toolRow = (e, callId, name) => {
+    if (!calls.has(callId)) {
+      const preview = h("span", { class: "preview" });
+      const outcome = h("span", { class: "result", "data-state": "running" }, "running");
+      const body = h("div", { class: "tool-body" });
+      const item = h("li", { class: "tool", "data-call": callId }, h("details", {},
+        h("summary", {}, h("code", { class: "name" }, name), preview, outcome), body));
+      stepOf(e).tools.append(item);
+      calls.set(callId, { item, preview, outcome, body });
+    }
+    return calls.get(callId);
+  };
+  const texted = (output) => [...steps.values()].some((b) => b.text.textContent.trim() === output.trim());
 
   const handlers = {
     run_started: (e) => { agent = e.agent; add("note", "Run of " + e.agent + " started (" + e.mode + ")"); },
-    text_reset: (e) => { const b = bubble(e.message_id); b.attempt = e.attempt; b.element.textContent = ""; },
+    text_reset: (e) => { const b = stepOf(e); b.attempt = e.attempt; b.text.textContent = ""; },
     text_delta: (e) => {
-      const b = bubble(e.message_id);
+      const b = stepOf(e);
       if (e.attempt < b.attempt) return;
-      if (e.attempt > b.attempt) { b.attempt = e.attempt; b.element.textContent = ""; }
-      b.element.textContent += e.text;
+      if (e.attempt > b.attempt) { b.attempt = e.attempt; b.text.textContent = ""; }
+      b.text.textContent += e.text;
     },
     message: (e) => {
       const m = e.message;
       if (m.role === "user") add("user", h("span", { class: "who" }, "User"), h("p", { class: "text" }, m.content || ""));
-      else if (m.role === "assistant" && m.content) bubble(e.message_id || "m" + e.offset).element.textContent = m.content;
+      else if (m.role === "assistant" && m.content) stepOf(e).text.textContent = m.content;
     },
     tool_call: (e) => {
+      const row = toolRow(e, e.call.id, e.call.name);
       let args = e.call.arguments;
-      try { args = pretty(JSON.parse(args)); } catch (_) { /* shown as sent */ }
-      add("tool-call", h("span", { class: "who" }, "Tool call"), h("code", {}, e.call.name), h("pre", {}, args));
+      try {
+        const parsed = JSON.parse(args);
+        args = pretty(parsed);
+        row.preview.textContent = oneLine(parsed);
+      } catch (_) {
+        row.preview.textContent = oneLine(args); // shown as sent
+      }
+      row.body.prepend(h("span", { class: "who" }, "Arguments"), h("pre", {}, args));
     },
-    tool_result: (e) => add("tool-result" + (e.error ? " failed" : ""),
-      h("span", { class: "who" }, e.error ? "Tool error" : "Tool result"), h("code", {}, e.name), h("pre", {}, e.content)),
+    tool_result: (e) => {
+      const row = toolRow(e, e.call_id, e.name);
+      row.item.classList.toggle("failed", e.error);
+      row.outcome.dataset.state = e.error ? "error" : "done";
+      row.outcome.textContent = (e.error ? "error: " : "→ ") + oneLine(e.content, 80);
+      row.body.append(h("span", { class: "who" }, e.error ? "Tool error" : "Tool result"), h("pre", {}, e.content));
+    },
     approval_requested: (e) => add("approval", approvalCard(workflowId, agent, e.request)),
+    approval_voted: (e) => replaceApproval(e.request),
     approval_decided: (e) => replaceApproval(e.request),
     approval_expired: (e) => replaceApproval(e.request),
+    approval_escalated: (e) => {
+      replaceApproval(e.request);
+      add("note", "No decision on " + e.request.tool + " yet: escalated (step " + e.step + "); " +
+        e.roles.join(", ") + " may decide now.");
+    },
+    notification_failed: (e) => add("note", "A notification over " + e.channel + " about request " +
+      e.request_id + " could not be delivered; the request still waits."),
     compaction: () => add("note", "Older messages were summarised."),
     continued_as_new: (e) => add("note", "Continued as new (generation " + e.generation + ")"),
+    gap: (e) => add("note", "Events " + e.first_missing + " to " + e.offset +
+      " are no longer kept; the timeline goes on from " + e.first_available + "."),
     status: (e) => setStatus(e.status),
     usage: (e) => setUsage(e.usage),
     run_finished: (e) => {
       setStatus(e.status);
       log.dataset.finished = e.status;
-      add("note finished", "Run " + e.status + (e.output ? ": " + e.output : ""));
+      // The output is normally the last answer, shown above; repeat it only if it is not.
+      const output = e.output && !texted(e.output) ? h("pre", { class: "output" }, e.output) : null;
+      add("note finished", "Run " + e.status.replace(/_/g, " "), output);
     },
   };
   const replaceApproval = (request) => {
     const card = log.querySelector('[data-request="' + CSS.escape(request.id) + '"]');
-    const form = card && card.querySelector("form.decide, .outcome");
-    if (form) form.replaceWith(decided(request));
+    if (card) approvalCard(workflowId, agent, request, card);
   };
 
   call("runs/" + encodeURIComponent(workflowId), { signal })
@@ -380,27 +541,70 @@ function runView(workflowId, signal) {
   }, signal).catch((error) => { problem.textContent = error.message; });
 }
 
+/** The memory page: the most recent memories at once, a search, and Forget for admins. */
 function memoryView(signal) {
-  const query = h("input", { id: "memory-q", name: "q", type: "search", required: true });
+  const query = h("input", { id: "memory-q", name: "q", type: "search", placeholder: "empty: the most recent" });
+  const heading = h("h3", {}, "Recent memories");
   const results = h("ol", { class: "cards memories" });
   const status = h("p", { class: "status", role: "status" });
   const form = h("form", { class: "search" },
     h("label", { for: query.id }, "Search memories"), query, h("button", { type: "submit" }, "Search"));
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    status.textContent = "Searching…";
+  const load = async () => {
+    const q = query.value.trim();
+    status.textContent = q ? "Searching…" : "Loading…";
     try {
-      const { hits } = await call("memory/search?k=20&q=" + encodeURIComponent(query.value), { signal });
-      results.replaceChildren(...hits.map((hit) => h("li", { class: "card" },
-        h("p", {}, hit.record.text),
-        h("p", { class: "meta" }, hit.record.kind + " · " + hit.record.scope.namespace + " · score " +
-          hit.score.toFixed(3) + " · ", time(hit.record.created_at)))));
-      status.textContent = hits.length + " found";
+      if (q) {
+        const { hits } = await call("memory/search?k=20&q=" + encodeURIComponent(q), { signal });
+        heading.textContent = "Closest to “" + q + "”";
+        results.replaceChildren(...hits.map((hit) => memoryCard(hit.record, hit.score)));
+        status.textContent = hits.length + " found";
+      } else {
+        const { memories } = await call("memory?limit=" + RECENT_MEMORIES, { signal });
+        heading.textContent = "Recent memories";
+        results.replaceChildren(...memories.map((record) => memoryCard(record, null)));
+        status.textContent = memories.length ? memories.length + " most recent" : "No memories yet.";
+      }
     } catch (error) {
-      status.textContent = error.message;
+      if (!signal.aborted) status.textContent = error.message;
     }
-  });
-  view().append(h("h2", {}, "Memory"), form, status, results);
+  };
+  form.addEventListener("submit", (event) => { event.preventDefault(); load(); });
+  view().append(h("h2", {}, "Memory"), form,
+    may("admin") ? null : h("p", { class: "hint not-allowed" }, notAllowed("forget memories")),
+    status, heading, results);
+  load();
+}
+
+/** One memory: its text, kind, namespace, age and id; Forget (after a confirmation) for admins. */
+function memoryCard(record, score) {
+  const actions = h("div", { class: "actions" });
+  const error = h("p", { class: "error", role: "alert" });
+  const card = h("li", { class: "card memory", "data-memory": record.id },
+    h("p", { class: "text" }, record.text),
+    h("p", { class: "meta" }, record.kind + " · " + record.scope.namespace +
+      (score === null ? "" : " · score " + score.toFixed(3)) + " · ", when(record.created_at)),
+    h("p", { class: "meta" }, "id ", h("code", { class: "memory-id" }, record.id)),
+    may("admin") ? actions : null, error);
+  const offer = () => actions.replaceChildren(
+    h("button", { type: "button", class: "forget", onclick: confirm }, "Forget…"));
+  const confirm = () => actions.replaceChildren(
+    h("span", { class: "confirm" }, "Forget this memory for good?"),
+    h("button", { type: "button", class: "reject confirm-forget", onclick: forget }, "Forget"),
+    h("button", { type: "button", class: "cancel", onclick: offer }, "Cancel"));
+  const forget = async () => {
+    for (const button of actions.querySelectorAll("button")) button.disabled = true;
+    try {
+      await call("memory/" + encodeURIComponent(record.id) + "?namespace=" +
+        encodeURIComponent(record.scope.namespace), { method: "DELETE" });
+      card.dataset.forgotten = "";
+      actions.replaceChildren(h("p", { class: "outcome", "data-status": "forgotten" }, "Forgotten."));
+    } catch (failed) {
+      error.textContent = failed.message;
+      offer();
+    }
+  };
+  offer();
+  return card;
 }
 
 // ---- sign-in and routing ----------------------------------------------------------
@@ -415,7 +619,18 @@ function route() {
   document.getElementById("login").hidden = signedIn;
   document.getElementById("nav").hidden = !signedIn;
   if (!signedIn) {
+    me = null;
+    showIdentity();
     document.getElementById("key").focus();
+    return;
+  }
+  if (me === null) { // a reload: the key is kept in the tab, whom it names is asked again
+    const signal = current.signal;
+    identify()
+      .then(() => { if (!signal.aborted) route(); })
+      .catch((error) => {
+        if (!signal.aborted && storedKey() !== null) view().append(h("p", { class: "error", role: "alert" }, error.message));
+      });
     return;
   }
   const path = location.hash.replace(/^#\/?/, "");
@@ -432,6 +647,7 @@ function route() {
 
 function signOut(reason) {
   sessionStorage.removeItem(KEY_ITEM);
+  me = null;
   document.getElementById("login-error").textContent = reason || "";
   route();
 }
@@ -442,7 +658,7 @@ async function signIn(event) {
   sessionStorage.setItem(KEY_ITEM, input.value.trim());
   input.value = "";
   try {
-    await call("approvals");
+    await identify();
     document.getElementById("login-error").textContent = "";
     route();
   } catch (error) {
@@ -454,5 +670,6 @@ document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("login-form").addEventListener("submit", signIn);
   document.getElementById("sign-out").addEventListener("click", () => signOut("Signed out."));
   window.addEventListener("hashchange", route);
+  setInterval(refreshTimes, REFRESH_MS);
   route();
 });
