@@ -15,11 +15,11 @@ from typing import Any
 
 from temporalio import workflow
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._telemetry import approval_decided, approval_requested
 from smyth_temporal.agent._update_order import UpdateAcceptance
 from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
+from smyth_temporal.agent.visibility import publish_approvals
 from smyth_temporal.exceptions import (
     ApprovalExpiredError,
     InvalidDecisionError,
@@ -53,14 +53,12 @@ class Approvals:
     """The approval requests of one run, and the decisions on them.
 
     Args:
-        config: The agent's config (default timeouts and policies).
-        conversation: The agent's conversation (its status shows the wait).
-        log: The agent's logger.
-        on_change: Called whenever the set of pending requests may have changed (the
-            agent publishes them to visibility).
+        run: The agent's run (config: default timeouts and policies; conversation:
+            its status shows the wait; interrupts: one ends a wait in a rejection).
+        on_change: Called whenever the set of pending requests may have changed
+            (default: ``publish``, to visibility).
         clock: The current time (``workflow.now`` in a workflow; a fixed clock in
             unit tests).
-        interrupted: Whether an interrupt waits (it ends a wait in a rejection).
         find: The tool the agent has under a name now, to check edited arguments
             (default: ``config.tool``; the agent adds its MCP tools).
         patched: ``workflow.patched`` (a stand-in in unit tests).
@@ -68,18 +66,16 @@ class Approvals:
         activation: Tells activations apart (the history length they were made at).
 
     Added in 0.3.0. Changed in 0.3.0: ``find``. Changed in 0.8.0: ``patched``,
-    ``replaying``, ``activation``.
+    ``replaying``, ``activation``. Changed in 0.9.0: takes the ``Run`` (config,
+    conversation, logger, interrupts) instead of them one by one.
     """
 
     def __init__(
         self,
-        config: AgentConfig,
-        conversation: Conversation,
-        log: WorkflowLogger,
+        run: Run,
         *,
-        on_change: Callable[[], None] = lambda: None,
+        on_change: Callable[[], None] | None = None,
         clock: Callable[[], datetime] = workflow.now,
-        interrupted: Callable[[], bool] = lambda: False,
         find: Callable[[str], Tool | None] | None = None,
         patched: Callable[[str], bool] = workflow.patched,
         replaying: Callable[[], bool] = workflow.unsafe.is_replaying,
@@ -87,13 +83,15 @@ class Approvals:
     ) -> None:
         self.requests: dict[str, ApprovalRequest] = {}
         """Every request of the run (and, after continue-as-new, the recent ones), by id."""
-        self._config = config
-        self._conversation = conversation
-        self._log = log
-        self._on_change = on_change
+        self._run = run
+        self._config = run.config
+        self._conversation = run.conversation
+        self._log = run.log
+        # ``publish`` looked up when called: an agent may wrap it on its approvals.
+        self._on_change = on_change or (lambda: self.publish())
         self._clock = clock
-        self._interrupted = interrupted
-        self._find = find or config.tool
+        self._interrupted = run.interrupts.requested
+        self._find = find or run.config.tool
         self._patched = patched
         self._replaying = replaying
         self._activation = activation
@@ -116,6 +114,14 @@ class Approvals:
     def pending(self) -> list[ApprovalRequest]:
         """The requests still waiting for a decision."""
         return [r for r in self.requests.values() if r.status == "pending"]
+
+    def publish(self) -> None:
+        """Show the pending requests in the run's search attributes, if the agent has them.
+
+        Added in 0.9.0 (before, the agent's own callback).
+        """
+        if self._config.search_attributes:
+            publish_approvals(self.pending, self._conversation.status, self._run.tenant)
 
     def request(
         self, call: ToolCall, spec: Tool | None, *, step: int, reason: str | None

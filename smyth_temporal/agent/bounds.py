@@ -12,14 +12,13 @@ extensions it leaves out added (``AgentCheckpoint.over_budget_extension``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from smyth_temporal.agent.approvals import Approvals
-from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.loop import Loop
-from smyth_temporal.tools._tool import Tool, tool
-from smyth_temporal.types.agent import AgentInput, AgentLimits
+from smyth_temporal.agent.run import Run
+from smyth_temporal.tools import Tool, tool
+from smyth_temporal.types.agent import AgentLimits, AgentStatus
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.messages import ToolCall
 
@@ -79,32 +78,27 @@ class RunBounds:
     """Where a run must stop: ``step_limit``, ``out_of_tokens``, ``over_budget``.
 
     Args:
-        config: The agent's config (``max_steps``, ``max_cost``, ``on_over_budget``).
-        conversation: Its usage so far (sub-agents' included).
-        input: The run's input, once there is one (a parent's ``limits``).
+        run: The agent's run (config: ``max_steps``, ``max_cost``, ``on_over_budget``;
+            the conversation: usage so far, sub-agents' included; the input, once
+            there is one: a parent's ``limits``).
         loop: The run's loop (``refused``: why the tenant's budget refused a call).
         approvals: The run's approvals, where extensions are asked for and found again
             (they are carried across continue-as-new with the decided requests).
+
+    Changed in 0.9.0: takes the ``Run``.
     """
 
-    def __init__(
-        self,
-        config: AgentConfig,
-        conversation: Conversation,
-        input: Callable[[], AgentInput | None],
-        loop: Loop,
-        approvals: Approvals,
-    ) -> None:
-        self._config = config
-        self._conversation = conversation
-        self._input = input
+    def __init__(self, run: Run, loop: Loop, approvals: Approvals) -> None:
+        self._run = run
+        self._config = run.config
+        self._conversation = run.conversation
         self._loop = loop
         self._approvals = approvals
         approvals.register(CONTINUE_OVER_BUDGET)  # so an approver's edit is checked
 
     @property
     def _limits(self) -> AgentLimits | None:
-        input = self._input()
+        input = self._run.started
         return input.limits if input is not None else None
 
     @property
@@ -151,6 +145,16 @@ class RunBounds:
         """Whether the run's money is spent, or its tenant's budget refused a call."""
         return self.spent or self._loop.refused is not None
 
+    def stop_status(self) -> AgentStatus:
+        """Why a run that ended without an answer stopped.
+
+        ``over_budget`` (money spent, or the tenant's budget refused a call),
+        ``interrupted`` (an interrupt stopped the turn) or ``max_steps``. Added in 0.9.0.
+        """
+        if self.over_budget:
+            return "over_budget"
+        return "interrupted" if self._loop.interrupted else "max_steps"
+
     def exhausted(self) -> bool:
         """Whether the run must stop before its next model call (tokens or money)."""
         return self.out_of_tokens or self.over_budget
@@ -193,7 +197,7 @@ class RunBounds:
 
         Those of earlier runs that continue-as-new no longer carries are included.
         """
-        input = self._input()
+        input = self._run.started
         checkpoint = input.checkpoint if input is not None else None
         before = checkpoint.over_budget_extension if checkpoint is not None else 0.0
         return before + sum(extension(r) for r in self._approvals.requests.values())

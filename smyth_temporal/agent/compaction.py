@@ -7,19 +7,19 @@ activities and keeps the lineage of every summary.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._telemetry import compacted
 from smyth_temporal.agent._commands import call_model
-from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
 from smyth_temporal.context import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
     CompactionPlan,
     fallback_summary,
+    plan_compaction,
     summary_message,
     transcript_chunks,
 )
@@ -34,46 +34,57 @@ __all__ = ["CARRIED_COMPACTIONS", "Compactor"]
 CARRIED_COMPACTIONS = 50
 """Compaction records kept in the agent's state (the lineage of recent summaries)."""
 
-Archive = Callable[..., Awaitable[list[MemoryRecord]]]
-"""Stores transcript texts in memory (the agent's ``remember``)."""
-
 
 class Compactor:
     """Carries out compactions and keeps their lineage.
 
     Args:
-        config: The agent's config (budget, summarizer, archive namespace).
-        conversation: The conversation to compact.
-        log: The agent's logger.
+        run: The agent's run (config: budget, summarizer, archive namespace; the
+            conversation to compact; hooks: the agent's ``plan_compaction``,
+            ``remember`` (the archive) and ``summary_prompt``).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run``.
     """
 
-    def __init__(
-        self,
-        config: AgentConfig,
-        conversation: Conversation,
-        log: WorkflowLogger,
-        *,
-        tenant: Callable[[], str] = lambda: "default",
-    ):
+    def __init__(self, run: Run):
         self.records: list[Compaction] = []
         """The lineage of recent summaries (the last ``CARRIED_COMPACTIONS``)."""
         self.count = 0
         """Compactions so far (counted across continue-as-new; names the next id)."""
-        self._config = config
-        self._conversation = conversation
-        self._log = log
-        self._tenant = tenant
+        self._run = run
+        self._config = run.config
+        self._conversation = run.conversation
+        self._log = run.log
 
-    async def compact(
-        self,
-        plan: CompactionPlan | None,
-        *,
-        archive: Archive,
-        summary_prompt: Callable[[Sequence[Message]], list[Message]],
-    ) -> Compaction | None:
-        """Archive, then summarize, the planned span; see ``AgentWorkflow.compact``."""
+    def default_plan(self, messages: Sequence[Message]) -> CompactionPlan | None:
+        """The default policy: compact beyond ``config.context_budget`` (``None``: no budget).
+
+        Keeps the system prompt, the task and the most recent ``compaction_keep_ratio``
+        verbatim (see ``AgentWorkflow.plan_compaction``).
+        """
+        config = self._config
+        if config.context_budget is None:
+            return None
+        return plan_compaction(
+            messages,
+            budget=config.context_budget,
+            keep_recent=int(config.context_budget * config.compaction_keep_ratio),
+            count=config.token_counter,
+        )
+
+    def default_summary_prompt(self, span: Sequence[Message]) -> list[Message]:
+        """The default instructions and ``span``'s transcript, for the summarizer."""
+        transcript = "\n\n".join(transcript_chunks(span, workflow.info().workflow_id))
+        return [Message.system(DEFAULT_SUMMARY_INSTRUCTIONS), Message.user(transcript)]
+
+    async def compact(self) -> Compaction | None:
+        """Archive, then summarize, what the agent plans; see ``AgentWorkflow.compact``.
+
+        The plan, the archive and the summary prompt come from the agent's hooks
+        (``plan_compaction``, ``remember``, ``summary_prompt``).
+        """
+        hooks = self._run.hooks
+        plan = hooks.plan_compaction(self._conversation.messages)
         if plan is None:
             return None
         config = self._config
@@ -82,7 +93,7 @@ class Compactor:
         tokens_before = config.token_counter(messages)
         compaction_id = f"cmp-{self.count + 1}"
         try:
-            archived = await archive(
+            archived = await hooks.remember(
                 transcript_chunks(span, workflow.info().workflow_id),
                 kind="transcript",
                 namespace=config.archive_namespace,
@@ -93,7 +104,7 @@ class Compactor:
             return None
         error: str | None = None
         try:
-            text = await self._summarize(summary_prompt(span), compaction_id)
+            text = await self._summarize(hooks.summary_prompt(span), compaction_id)
         except ActivityError as exc:
             error = str(exc.cause or exc)
             hard_limit = (config.context_budget or tokens_before) * config.context_hard_limit
@@ -115,7 +126,7 @@ class Compactor:
             tokens_after=compaction.tokens_after,
             fallback=compaction.fallback,
         )
-        compacted(self._tenant(), fallback=compaction.fallback)
+        compacted(self._run.tenant, fallback=compaction.fallback)
         self._conversation.publish(CompactionDone(compaction=compaction))
         return compaction
 
@@ -133,7 +144,7 @@ class Compactor:
             agent=workflow.info().workflow_type,
             step=self._conversation.step,
             purpose="summary",
-            tenant=self._tenant(),
+            tenant=self._run.tenant,
         )
         response = await call_model(config, request, summary=f"summary {compaction_id}")
         self._conversation.count(response.usage)

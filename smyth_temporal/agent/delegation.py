@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._names import workflow_name
+from smyth_temporal.agent.bounds import RunBounds
 from smyth_temporal.agent.config import config_of
-from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolCallError, UserError
-from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._tool import Tool, tool
+from smyth_temporal.tools import Tool, ToolExecutor, tool
 from smyth_temporal.types.agent import AgentInput, AgentLimits, AgentResult
 from smyth_temporal.types.messages import ToolCall
 
@@ -62,30 +61,23 @@ class Delegation:
     """Starts sub-agents as child workflows and counts them.
 
     Args:
-        conversation: The parent's conversation (usage, step).
-        log: The parent's logger.
-        input: The parent's input (tenant, session, limits).
-        subagents: The agent classes the built-in tool may start.
+        run: The parent's run (conversation: usage, step; input: tenant, session,
+            limits; tools: what a child may be given; config: the sub-agents the
+            built-in tool may start; hooks: the tool goes through ``delegate``).
+        bounds: The parent's bounds (what it has left to spend goes to the child);
+            ``None``: no money bound.
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run`` and the ``RunBounds``.
     """
 
-    def __init__(
-        self,
-        conversation: Conversation,
-        log: WorkflowLogger,
-        input: Callable[[], AgentInput],
-        subagents: Sequence[Any],
-        *,
-        budget: Callable[[], float | None] = lambda: None,
-    ) -> None:
+    def __init__(self, run: Run, bounds: RunBounds | None = None) -> None:
         self.count = 0
         """Sub-agents started so far (counted across continue-as-new; names child ids)."""
-        self._conversation = conversation
-        self._log = log
-        self._input = input
-        self._subagents = {workflow_name(a): a for a in subagents}
-        self._budget = budget
+        self._run = run
+        self._conversation = run.conversation
+        self._log = run.log
+        self._subagents = {workflow_name(a): a for a in run.config.subagents}
+        self._bounds = bounds
 
     def tools(self) -> tuple[Tool, ...]:
         """The built-in ``delegate`` tool, if the agent has sub-agents."""
@@ -98,19 +90,18 @@ class Delegation:
         agent: Any,
         task: AgentInput | str,
         *,
-        own_tools: Sequence[Tool],
         tools: Sequence[str | Tool] | None = None,
         max_steps: int | None = None,
         max_tokens: int | None = None,
     ) -> AgentResult:
         """Run a sub-agent to completion; see ``AgentWorkflow.delegate``.
 
-        ``own_tools`` are the parent's tools; the child's limits name them by
-        ``qualified_name``, so an MCP tool is the same tool in both whatever name each
-        offers it under. A child class with an ``output_type`` gives its ``data`` back
-        as that type.
+        The child may have what the parent is offered this turn (``Run.tools``); its
+        limits name tools by ``qualified_name``, so an MCP tool is the same tool in
+        both whatever name each offers it under. A child class with an
+        ``output_type`` gives its ``data`` back as that type.
         """
-        parent = self._input()
+        parent, own_tools = self._run.input, self._run.tools()
         own = {t.qualified_name for t in own_tools}
         wanted = own if tools is None else {_qualified(t, own_tools) for t in tools}
         if max_tokens is None and parent.limits and parent.limits.max_tokens:
@@ -122,7 +113,7 @@ class Delegation:
             max_steps=max_steps,
             max_tokens=max_tokens,
             # What the parent has left: the child's spending is added to the parent's.
-            max_cost=self._budget(),
+            max_cost=self._bounds.remaining_cost if self._bounds is not None else None,
         )
         child_input = child_input.model_copy(
             update={
@@ -151,8 +142,9 @@ class Delegation:
             result.data = output.validate(result.data)  # the child's typed answer, typed again
         return result
 
-    def executor(self, delegate: Callable[..., Any]) -> ToolExecutor:
+    def executor(self) -> ToolExecutor:
         """The executor of the built-in tool, through the agent's ``delegate``."""
+        delegate = self._run.hooks.delegate
 
         async def run_tool(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
             agent = self._subagents.get(arguments["agent"])

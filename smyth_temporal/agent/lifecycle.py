@@ -10,25 +10,33 @@ deployment's current version: continue-as-new is where a pinned agent moves to n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal._telemetry import continued_as_new
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.bounds import carried_extension
 from smyth_temporal.agent.compaction import Compactor
-from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import Delegation
-from smyth_temporal.agent.events import EventLog
+from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import Inbox
-from smyth_temporal.types.agent import AgentCheckpoint, AgentInput, AgentState
-from smyth_temporal.types.events import ContinuedAsNew
+from smyth_temporal.types.agent import (
+    AgentCheckpoint,
+    AgentInput,
+    AgentResult,
+    AgentState,
+    AgentStatus,
+)
+from smyth_temporal.types.events import ContinuedAsNew, RunFinished
+from smyth_temporal.types.messages import Message
 
-__all__ = ["CARRIED_APPROVALS", "Lifecycle"]
+__all__ = ["CARRIED_APPROVALS", "MAX_OUTPUT_CHARS", "Lifecycle"]
+
+MAX_OUTPUT_CHARS = 200_000
+"""The most characters of final output an ``AgentResult`` carries (a workflow result
+over Temporal's 2 MiB payload limit leaves the run stuck)."""
 
 CARRIED_APPROVALS = 50
 """Decided approval requests carried into the next run at continue-as-new (pending ones
@@ -39,27 +47,22 @@ class Lifecycle:
     """Checkpoints, restores and continues the agent's run.
 
     Args:
-        config: The agent's config (``continue_as_new_after_steps``).
-        log: The agent's logger.
-        parts: The components whose state a checkpoint carries.
-        data: The agent's own state (``AgentWorkflow.data``), read when checkpointing.
-        events: The run's event stream, carried across continue-as-new (``None``: none).
+        run: The agent's run (config: ``continue_as_new_after_steps``; the event
+            stream, carried across continue-as-new; hooks: the agent's ``data``, read
+            when checkpointing).
+        approvals, compactor, inbox, delegation: The components whose state a
+            checkpoint carries besides the conversation.
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run``.
     """
 
     def __init__(
         self,
-        config: AgentConfig,
-        log: WorkflowLogger,
-        *,
-        conversation: Conversation,
+        run: Run,
         approvals: Approvals,
         compactor: Compactor,
         inbox: Inbox,
         delegation: Delegation,
-        data: Callable[[], dict[str, Any]],
-        events: EventLog | None = None,
     ) -> None:
         self.generation = 1
         """Which run of the chain this is (the first is 1)."""
@@ -67,16 +70,64 @@ class Lifecycle:
         """The step count this run started at."""
         self.restored = False
         """Whether this run restored a checkpoint (in its constructor or ``begin``)."""
-        self._config = config
-        self._log = log
-        self._conversation = conversation
+        self._run = run
+        self._config = run.config
+        self._log = run.log
+        self._conversation = run.conversation
         self._approvals = approvals
         self._compactor = compactor
         self._inbox = inbox
         self._delegation = delegation
-        self._events = events
-        self._data = data
+        self._events = run.events
         self._extension = 0.0  # approved over-budget extensions no request carries
+
+    def begin(self, input: AgentInput) -> bool:
+        """Start the conversation, or resume from ``input.checkpoint``; see ``AgentWorkflow.begin``.
+
+        Added in 0.9.0 (before, in ``AgentWorkflow.begin``).
+        """
+        run, conversation = self._run, self._conversation
+        run.started = input
+        self._events.run_started(input)
+        if input.checkpoint is not None:
+            if not self.restored:  # a class with its own __init__ restores here
+                run.hooks.data = self.restore(input.checkpoint)
+            if self._approvals.pending:
+                self._approvals.publish()
+            return True
+        if self._config.instructions:
+            conversation.add(Message.system(self._config.instructions))
+        if input.prompt and input.mode == "task":  # a session answers it as a message
+            conversation.add(Message.user(input.prompt))
+        self._log.info("agent.started", tenant=input.tenant, session_id=input.session_id)
+        return False
+
+    def finish(self, output: str, status: AgentStatus, *, data: Any = None) -> AgentResult:
+        """End the run: record the output (bounded), build the result; see ``AgentWorkflow.finish``.
+
+        Added in 0.9.0 (before, in ``AgentWorkflow.finish``).
+        """
+        if len(output) > MAX_OUTPUT_CHARS:
+            output = output[:MAX_OUTPUT_CHARS] + "\n[output truncated]"
+        conversation = self._conversation
+        conversation.output, conversation.status = output, status
+        if self._approvals.requests:
+            self._approvals.publish()
+        self._log.info("agent.finished", status=status, steps=conversation.step)
+        self._events.publish(RunFinished(status=status, output=output))
+        steps, usage = conversation.step, conversation.usage
+        return AgentResult(output=output, status=status, steps=steps, usage=usage, data=data)
+
+    async def sleep(self, duration: timedelta, *, reason: str | None = None) -> None:
+        """Wait on a durable timer with status ``sleeping``; see ``AgentWorkflow.sleep``.
+
+        Added in 0.9.0 (before, in ``AgentWorkflow.sleep``).
+        """
+        conversation = self._conversation
+        previous, conversation.status = conversation.status, "sleeping"
+        self._log.info("agent.sleeping", seconds=duration.total_seconds())
+        await workflow.sleep(duration, summary=reason or f"sleep {duration}")
+        conversation.status = previous
 
     def should_continue_as_new(self) -> bool:
         """Whether this run has grown enough to hand over to a fresh one."""
@@ -92,8 +143,7 @@ class Lifecycle:
         if not workflow.all_handlers_finished():
             # Subscribers' polls are handlers that wait for events: release them, so
             # the next safe point finds none (unless another handler still runs).
-            if self._events is not None:
-                self._events.release_subscribers()
+            self._events.release_subscribers()
             self._log.info("agent.continue_as_new_deferred", step=self._conversation.step)
             return False
         return True
@@ -101,9 +151,8 @@ class Lifecycle:
     def continue_as_new(self, input: AgentInput) -> NoReturn:
         """Continue as new now, carrying ``checkpoint()`` into the next run."""
         checkpoint = self.checkpoint()
-        if self._events is not None:
-            self._events.publish(ContinuedAsNew(generation=checkpoint.generation))
-            checkpoint.stream = self._events.handover()
+        self._events.publish(ContinuedAsNew(generation=checkpoint.generation))
+        checkpoint.stream = self._events.handover()
         self._log.info(
             "agent.continue_as_new",
             step=self._conversation.step,
@@ -133,7 +182,7 @@ class Lifecycle:
             compactions=self._compactor.records,
             compaction_count=self._compactor.count,
             generation=self.generation + 1,
-            data=self._data(),
+            data=self._run.hooks.data,
             session_messages=self._inbox.received,
             delegations=self._delegation.count,
             versions=conversation.versions,
@@ -161,7 +210,7 @@ class Lifecycle:
             context_tokens=self._config.token_counter(conversation.messages),
             compactions=self._compactor.records,
             generation=self.generation,
-            data=self._data(),
+            data=self._run.hooks.data,
             versions=conversation.versions,
         )
 

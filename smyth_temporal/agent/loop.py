@@ -3,8 +3,8 @@
 Workflow code. ``Loop.turn`` sends the prompt to the model activity and records the
 assistant message; ``Loop.until_answer`` alternates turns and tool calls until the
 model answers without calling tools, the step budget or a parent's token bound runs
-out. The agent's overridable hooks (``prompt``, ``tools``, ``think``, ``act``) are
-passed in, so a subclass that overrides one changes the loop everywhere.
+out. The loop thinks and acts through the agent's hooks (``run.hooks.think``,
+``run.hooks.act``), so a subclass that overrides one changes the loop everywhere.
 """
 
 from __future__ import annotations
@@ -16,19 +16,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import start_model
-from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation, assign_call_ids, unique_call_ids
-from smyth_temporal.agent.events import EventLog
-from smyth_temporal.agent.interrupts import Interrupts
+from smyth_temporal.agent.conversation import assign_call_ids, unique_call_ids
 from smyth_temporal.agent.live import live_target
+from smyth_temporal.agent.run import Run
+from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import CALL_IDS_PATCH
 from smyth_temporal.agent.versions import record_versions, step_versions
 from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools import Tool
 from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
-from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest
 
 __all__ = ["Loop"]
@@ -38,37 +36,26 @@ class Loop:
     """Model turns and the think/act cycle.
 
     Args:
-        config: The agent's config (model, settings, timeouts).
-        conversation: The conversation the turns extend.
-        interrupts: Interrupts that may stop a turn.
-        events: The run's event stream (turns, streamed text, usage).
-        log: The agent's logger.
+        run: The agent's run (config: model, settings, timeouts; the conversation the
+            turns extend; interrupts that may stop a turn; the event stream: turns,
+            streamed text, usage; hooks: ``think`` and ``act``).
+        inbox: The session inbox, whose steering messages join before each turn.
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run`` and the ``Inbox``.
     """
 
-    def __init__(
-        self,
-        config: AgentConfig,
-        conversation: Conversation,
-        interrupts: Interrupts,
-        events: EventLog,
-        log: WorkflowLogger,
-        *,
-        before_turn: Callable[[], None] = lambda: None,
-        tenant: Callable[[], str] = lambda: "default",
-    ) -> None:
+    def __init__(self, run: Run, inbox: Inbox) -> None:
         self.interrupted = False
         """Whether the last ``until_answer`` was stopped by an interrupt."""
         self.refused: str | None = None
         """Why the tenant's budget refused a model call, if it did."""
-        self._config = config
-        self._conversation = conversation
-        self._interrupts = interrupts
-        self._events = events
-        self._log = log
-        self._before_turn = before_turn
-        self._tenant = tenant
+        self._run = run
+        self._config = run.config
+        self._conversation = run.conversation
+        self._interrupts = run.interrupts
+        self._events = run.events
+        self._log = run.log
+        self._inbox = inbox
 
     async def turn(self, prompt: list[Message], tools: Sequence[Tool]) -> Message:
         """Send ``prompt`` with ``tools`` to the model; append and return its message.
@@ -91,7 +78,7 @@ class Loop:
             output=config.output.schema if config.output else None,
             stream_id=message_id if config.stream else None,
             live=live,
-            tenant=self._tenant(),
+            tenant=self._run.tenant,
         )
         versions = step_versions(
             request.step, instructions=config.instructions, model=config.model, tools=tools
@@ -156,8 +143,6 @@ class Loop:
         *,
         until_step: int,
         may_go_on: Callable[[], Awaitable[bool]],
-        think: Callable[[], Awaitable[Message]],
-        act: Callable[[Sequence[ToolCall]], Awaitable[list[Message]]],
         between_steps: Callable[[], None] | None = None,
     ) -> Message | None:
         """Think and act until the model answers; ``None`` if steps, tokens or money run out.
@@ -169,17 +154,17 @@ class Loop:
         is dropped.
         """
         self.interrupted = False
-        interrupts = self._interrupts
+        interrupts, hooks = self._interrupts, self._run.hooks
         try:
             while self._conversation.step < until_step and await may_go_on():
                 interrupts.raise_if_requested()
-                self._before_turn()
-                reply = await think()
+                self._inbox.steer_into(self._conversation)
+                reply = await hooks.think()
                 if not reply.tool_calls:
                     interrupts.discard()
                     self._turn_finished()
                     return reply
-                await act(reply.tool_calls)
+                await hooks.act(reply.tool_calls)
                 self._turn_finished()
                 interrupts.raise_if_requested()
                 if between_steps is not None:

@@ -26,18 +26,14 @@ from typing import Any, TypeVar
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import call_mcp_tool, list_mcp_tools
 from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.tooling import ToolRunner, failed
 from smyth_temporal.exceptions import MCPServerError, ToolCallError
-from smyth_temporal.tools._mcp import (
-    MCP_EXECUTOR,
-    MCPTool,
-    effect_from_annotations,
-    is_destructive,
-)
-from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT, Tool
+from smyth_temporal.tools import MCPTool, Tool
+from smyth_temporal.tools._mcp import MCP_EXECUTOR, effect_from_annotations, is_destructive
+from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
 from smyth_temporal.types.mcp import MCPCallRequest, MCPListRequest, MCPToolInfo, MCPToolList
 from smyth_temporal.types.messages import ToolCall
 
@@ -59,21 +55,17 @@ class MCPTools:
     """An agent's MCP servers: their recorded tool lists, the tools, and the executor.
 
     Args:
-        config: The agent's config (servers, filters, overrides, timeouts).
-        log: The agent's logger.
-        runner: The agent's tool runner (invocations, in-flight calls), read lazily.
+        run: The agent's run (its config: servers, filters, overrides, timeouts).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run``; the tool runner comes with
+    each call (``run``).
     """
 
-    def __init__(
-        self, config: AgentConfig, log: WorkflowLogger, runner: Callable[[], ToolRunner]
-    ) -> None:
+    def __init__(self, run: Run) -> None:
         self.lists: list[MCPToolList] | None = None
         """The tool lists this run recorded, in ``mcp_servers`` order (``None``: not yet)."""
-        self._config = config
-        self._log = log
-        self._runner = runner
+        self._config = run.config
+        self._log = run.log
         self._built: tuple[tuple[str, ...], tuple[MCPTool, ...]] | None = None
 
     async def load(self) -> None:
@@ -119,8 +111,20 @@ class MCPTools:
         built = self._built[1] if self._built else ()
         return next((t for t in built if t.name == name), None)
 
-    async def run(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
-        """Run a validated (and, if gated, approved) call on its server (the executor).
+    def configured(self, name: str) -> Tool | None:
+        """The tool the agent has under ``name`` now: its config's, or an MCP tool.
+
+        What an approver's edit is checked against (not only this turn's offer).
+        Added in 0.9.0.
+        """
+        return self._config.tool(name) or self.find(name)
+
+    async def run(
+        self, runner: ToolRunner, spec: Tool, call: ToolCall, arguments: dict[str, Any]
+    ) -> str:
+        """Run a validated (and, if gated, approved) call on its server.
+
+        The executor of MCP tools, bound to ``runner`` (invocations, in-flight calls).
 
         Raises:
             ToolCallError: The call still failed after its retries, or the server
@@ -128,7 +132,6 @@ class MCPTools:
         """
         if not isinstance(spec, MCPTool):
             raise ToolCallError(f"tool '{call.name}' is not an MCP tool")
-        runner = self._runner()
         request = MCPCallRequest(
             server=spec.server,
             tool=spec.mcp_name,

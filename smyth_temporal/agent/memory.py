@@ -8,7 +8,7 @@ built-in ``remember`` and ``recall`` tools and renders memories for the prompt.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -16,12 +16,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from smyth_temporal.agent._commands import call_memory
-from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolCallError, UserError
-from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._tool import Tool, tool
-from smyth_temporal.types.agent import AgentInput, AgentResult
+from smyth_temporal.tools import Tool, ToolExecutor, tool
+from smyth_temporal.types.agent import AgentResult
 from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_RECALL,
@@ -122,19 +120,17 @@ class AgentMemory:
     """The agent's long-term memory: the tenant from its input, the namespace from config.
 
     Args:
-        config: The agent's config.
-        conversation: The agent's conversation (the step of each memory's provenance).
-        input: The run's input (the tenant, the task).
+        run: The agent's run (config; conversation: the step of each memory's
+            provenance; input: the tenant, the task; hooks: the built-in tools and
+            ``load`` go through the agent's ``recall`` and ``remember``).
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run``.
     """
 
-    def __init__(
-        self, config: AgentConfig, conversation: Conversation, input: Callable[[], AgentInput]
-    ) -> None:
-        self._config = config
-        self._conversation = conversation
-        self._input = input
+    def __init__(self, run: Run) -> None:
+        self._run = run
+        self._config = run.config
+        self._conversation = run.conversation
 
     @property
     def enabled(self) -> bool:
@@ -151,7 +147,7 @@ class AgentMemory:
 
     def scope_for(self, namespace: str) -> MemoryScope:
         """The agent's tenant with another namespace (the tenant never changes)."""
-        return MemoryScope(tenant=self._input().tenant, namespace=namespace)
+        return MemoryScope(tenant=self._run.tenant, namespace=namespace)
 
     async def recall(
         self,
@@ -224,14 +220,14 @@ class AgentMemory:
         )
         return record
 
-    async def load(self, recall: Callable[[str], Any]) -> list[MemoryHit]:
+    async def load(self) -> list[MemoryHit]:
         """Recall what is relevant to the task and put it into the prompt before the task.
 
-        ``recall`` is the agent's (overridable) ``recall``.
+        Through the agent's (overridable) ``recall``.
         """
         if not self.enabled or self._config.memory_recall_k <= 0:
             return []
-        hits: list[MemoryHit] = await recall(self._input().prompt)
+        hits = await self._run.hooks.recall(self._run.input.prompt)
         if hits:
             messages = self._conversation.messages
             task = max(i for i, m in enumerate(messages) if m.role == "user")
@@ -243,7 +239,7 @@ class AgentMemory:
         if not self.enabled or not self._config.memory_episodes:
             return
         text = episode_text(
-            self._input().prompt,
+            self._run.input.prompt,
             result.status,
             result.steps,
             result.output,
@@ -255,15 +251,16 @@ class AgentMemory:
         """The built-in tools the model is offered (none without memory or tools)."""
         return BUILTIN_MEMORY_TOOLS if self.enabled and self._config.memory_tools else ()
 
-    def executor(self, recall: Callable[..., Any], remember: Callable[..., Any]) -> ToolExecutor:
+    def executor(self) -> ToolExecutor:
         """The executor of the built-in tools, through the agent's ``recall``/``remember``."""
+        hooks = self._run.hooks
 
         async def run_tool(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
             try:
                 if spec.name == REMEMBER_TOOL.name:
-                    [record] = await remember(arguments["text"], kind=arguments["kind"])
+                    [record] = await hooks.remember(arguments["text"], kind=arguments["kind"])
                     return f"Remembered as [{record.id}]."
-                hits = await recall(arguments["query"], k=max(1, min(arguments["k"], 20)))
+                hits = await hooks.recall(arguments["query"], k=max(1, min(arguments["k"], 20)))
                 return format_hits(hits) or "No memories match."
             except ActivityError as exc:
                 raise ToolCallError(f"memory failed: {exc.cause or exc}") from exc

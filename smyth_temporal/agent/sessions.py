@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NoReturn
 
 from temporalio import workflow
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import InvalidMessageError
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus, Interrupt
 from smyth_temporal.types.messages import Message
@@ -43,16 +42,14 @@ class Queued:
 class Inbox:
     """The session's queue of messages, and the replies not yet collected.
 
-    Added in 0.3.0.
+    Args:
+        run: The agent's run (logger; config: ``while_busy``; interrupts: a message
+            sent with ``while_busy="interrupt"`` requests one).
+
+    Added in 0.3.0. Changed in 0.9.0: takes the ``Run``.
     """
 
-    def __init__(
-        self,
-        log: WorkflowLogger,
-        *,
-        while_busy: WhileBusy = "enqueue",
-        interrupt: Callable[[Interrupt], object] = lambda _: None,
-    ) -> None:
+    def __init__(self, run: Run) -> None:
         self.received = 0
         """Messages received so far (counted across continue-as-new)."""
         self.closing = False
@@ -63,9 +60,10 @@ class Inbox:
         self._steering: deque[Queued] = deque()
         self._joined: list[Queued] = []
         self._replies: dict[int, SessionReply] = {}
-        self._log = log
-        self._while_busy = while_busy
-        self._interrupt = interrupt
+        self._run = run
+        self._log = run.log
+        self._while_busy = run.config.while_busy
+        self._interrupts = run.interrupts
 
     def policy(self, message: SessionMessage) -> WhileBusy:
         """What to do with ``message`` while the session is busy."""
@@ -114,11 +112,23 @@ class Inbox:
         else:
             self._queue.append(queued)
         if policy == "interrupt":
-            self._interrupt(Interrupt(reason="a newer message arrived", by=message.sender))
+            self._interrupts.request(Interrupt(reason="a newer message arrived", by=message.sender))
         self._log.info(
             "session.message", number=self.received, sender=message.sender, policy=policy
         )
         return self.received
+
+    def post(self, message: SessionMessage, input: AgentInput | None, status: AgentStatus) -> None:
+        """Queue a message nobody waits for; one ``check`` refuses is logged and dropped.
+
+        (A signal cannot be refused: its sender has gone.) Added in 0.9.0.
+        """
+        try:
+            self.check(message, input, status)
+        except InvalidMessageError as exc:
+            self._log.warning("session.invalid_event", error=str(exc))
+            return
+        self.enqueue(message, reply=False)
 
     def steer_into(self, conversation: Conversation) -> None:
         """Add the messages that steer the current turn to the conversation.
@@ -137,36 +147,35 @@ class Inbox:
         """Take the oldest queued message."""
         return self._queue.popleft()
 
-    async def serve(
-        self,
-        conversation: Conversation,
-        respond: Callable[[str], Awaitable[Message]],
-        *,
-        due: Callable[[], bool],
-        continue_as_new: Callable[[], NoReturn],
-        release: Callable[[], None] = lambda: None,
-    ) -> None:
+    async def serve(self) -> None:
         """Answer messages one by one until the session is closed.
 
-        An idle session waits on a condition only (no timer, no worker memory once
-        evicted). When continue-as-new is ``due`` it switches runs between messages,
-        once no handler is running (``release`` lets go of the event stream's
-        subscribers first); a message that arrives first is answered first.
+        Each through the agent's ``respond`` (``run.hooks``). An idle session waits on
+        a condition only (no timer, no worker memory once evicted). When the agent's
+        ``should_continue_as_new`` says so it switches runs between messages, once no
+        handler is running (the event stream's subscribers are let go first); a
+        message that arrives first is answered first.
+
+        Changed in 0.9.0: takes what it calls from the ``Run``.
         """
+        conversation, hooks = self._run.conversation, self._run.hooks
         while True:
             conversation.status = "idle"
-            await workflow.wait_condition(lambda: bool(self) or self.closing or due())
+            await workflow.wait_condition(
+                lambda: bool(self) or self.closing or hooks.should_continue_as_new()
+            )
             if self:
-                await self.answer_next(conversation, respond)
+                await self.answer_next(conversation, hooks.respond)
                 continue
             if self.closing:
                 break
-            release()  # waiting subscribers' polls would hold the switch off forever
+            # Waiting subscribers' polls would hold the switch off forever.
+            self._run.events.release_subscribers()
             await workflow.wait_condition(
                 lambda: workflow.all_handlers_finished() or bool(self) or self.closing
             )
             if not self and not self.closing:
-                continue_as_new()
+                hooks.continue_as_new()
         self._log.info("session.closed", messages=self.received)
 
     async def answer_next(

@@ -24,24 +24,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
-from smyth_temporal.agent.conversation import Conversation
+from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
-from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, ARGUMENT_BOUNDS_PATCH, Tool
+from smyth_temporal.tools import ACTIVITY_EXECUTOR, Tool, ToolExecutor
+from smyth_temporal.tools._mcp import MCP_EXECUTOR
+from smyth_temporal.tools._tool import ARGUMENT_BOUNDS_PATCH
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.tools import ToolInvocation
+
+if TYPE_CHECKING:
+    from smyth_temporal.agent.mcp import MCPTools
 
 __all__ = [
     "APPROVED_ARGUMENTS_PATCH",
@@ -76,60 +80,54 @@ class ToolRunner:
     """Validates, gates, executes and records tool calls.
 
     Args:
-        conversation: The agent's conversation.
+        run: The agent's run (conversation, logger, tenant, interrupts: calls not
+            started when one waits are not run; ``run.tools``: the tools offered).
         approvals: The agent's approvals.
-        log: The agent's logger.
-        offered: The tools the model is offered now (the agent's ``tools``).
-        tenant: The tenant the agent runs for.
-        executors: Executors by name, besides ``activity``.
-        interrupted: Whether an interrupt waits (calls not started then are not run).
+        executors: Executors by name, besides ``activity`` (and ``mcp``, with ``mcp``).
+        mcp: The agent's MCP servers, whose calls run as their ``call_tool`` activity.
         workflow_id: The agent's workflow id, for idempotency keys.
         first_run_id: The run id of the first run under this workflow id (the same
             across continue-as-new, a new one for a new run), for idempotency keys.
         max_calls: Calls of one turn that run (default: the agent's
-            ``AgentConfig.max_tool_calls_per_turn``, from ``approvals.config``).
+            ``AgentConfig.max_tool_calls_per_turn``).
         patched: ``workflow.patched`` (a stand-in in unit tests).
 
     Added in 0.3.0. Changed in 0.8.0: ``first_run_id``, ``max_calls``, ``patched``.
+    Changed in 0.9.0: takes the ``Run`` instead of callbacks, and ``mcp``.
     """
 
     def __init__(
         self,
-        conversation: Conversation,
+        run: Run,
         approvals: Approvals,
-        log: WorkflowLogger,
         *,
-        offered: Callable[[], Sequence[Tool]],
-        tenant: Callable[[], str],
         executors: Mapping[str, ToolExecutor],
-        interrupted: Callable[[], bool] = lambda: False,
+        mcp: MCPTools | None = None,
         workflow_id: Callable[[], str] = lambda: workflow.info().workflow_id,
         first_run_id: Callable[[], str] = lambda: workflow.info().first_execution_run_id,
         max_calls: int | None = None,
         patched: Callable[[str], bool] = workflow.patched,
     ) -> None:
-        self._conversation = conversation
+        self._run = run
+        self._conversation = run.conversation
         self._approvals = approvals
-        self._log = log
-        self._offered = offered
-        self._tenant = tenant
-        self._interrupted = interrupted
+        self._log = run.log
         self._workflow_id = workflow_id
         self._first_run_id = first_run_id
-        self._max_calls = max_calls or approvals.config.max_tool_calls_per_turn
+        self._max_calls = max_calls or run.config.max_tool_calls_per_turn
         self._patched = patched
-        self._executors: dict[str, ToolExecutor] = {
-            ACTIVITY_EXECUTOR: self._run_activity,
-            **executors,
-        }
+        self._executors: dict[str, ToolExecutor] = {ACTIVITY_EXECUTOR: self._run_activity}
+        if mcp is not None:
+            self._executors[MCP_EXECUTOR] = functools.partial(mcp.run, self)
+        self._executors.update(executors)
 
     def _bounded(self) -> bool:
         # Asked only for arguments past the bounds: older runs validated without them.
         return self._patched(ARGUMENT_BOUNDS_PATCH)
 
     def find(self, name: str) -> Tool | None:
-        """The offered tool called ``name``."""
-        return next((t for t in self._offered() if t.name == name), None)
+        """The offered tool called ``name`` (this turn's, see ``Run.tools``)."""
+        return next((t for t in self._run.tools() if t.name == name), None)
 
     def request_approval(
         self, call: ToolCall, *, reason: str | None = None
@@ -146,7 +144,7 @@ class ToolRunner:
         """Run one call through validate, gate, execute, record; the result message."""
         spec = self.find(call.name)
         if spec is None:
-            known = ", ".join(t.name for t in self._offered()) or "none"
+            known = ", ".join(t.name for t in self._run.tools()) or "none"
             return self.error(call, f"unknown tool '{call.name}'. Available tools: {known}.")
         try:
             arguments = spec.validate_arguments(call.arguments, bounded=self._bounded)
@@ -193,13 +191,11 @@ class ToolRunner:
         )
         return self._result(call, content)
 
-    async def act(
-        self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
-    ) -> list[Message]:
+    async def act(self, calls: Sequence[ToolCall]) -> list[Message]:
         """Run calls in the model's order: consecutive read-only ones concurrently.
 
         Every gated call of the turn asks first, so people can decide in any order.
-        ``call`` runs one call (the agent's overridable ``call_tool``). Calls past
+        Each call runs through the agent's overridable ``call_tool``. Calls past
         ``max_calls`` are not run (nor asked about); each gets a result that says so,
         as every call the model made must be answered.
         """
@@ -221,10 +217,10 @@ class ToolRunner:
             if spec is not None and spec.read_only:
                 batch.append(each)
                 continue
-            results += await self._batch(batch, call)
+            results += await self._batch(batch)
             batch = []
-            results += await self._batch([each], call)
-        results += await self._batch(batch, call)
+            results += await self._batch([each])
+        results += await self._batch(batch)
         # Logged once above (agent.tool_calls_capped), not once per call.
         too_many = (
             f"Error: not run: at most {self._max_calls} tool calls of one turn run. "
@@ -232,14 +228,12 @@ class ToolRunner:
         )
         return results + [self._result(each, too_many, error=True) for each in excess]
 
-    async def _batch(
-        self, calls: Sequence[ToolCall], call: Callable[[ToolCall], Any]
-    ) -> list[Message]:
+    async def _batch(self, calls: Sequence[ToolCall]) -> list[Message]:
         # An interrupt stops the turn between batches: what started finishes, and
         # every call not started gets a result that says so (the model sees each call
         # answered); an approval it asked for is withdrawn.
-        if not calls or not self._interrupted():
-            return await _concurrently(calls, call)
+        if not calls or not self._run.interrupts.requested():
+            return await _concurrently(calls, self._run.hooks.call_tool)
         for each in calls:
             request = self.request_approval(each)
             if request is not None:
@@ -279,7 +273,7 @@ class ToolRunner:
             idempotency_key=self.idempotency_key(call),
             agent=workflow.info().workflow_type,
             step=self._conversation.step,
-            tenant=self._tenant(),
+            tenant=self._run.tenant,
         )
 
     @contextlib.contextmanager

@@ -10,10 +10,31 @@ the logic:
 - ``approvals``: requests and decisions (``agent.approvals``);
 - the session inbox (``agent.sessions``), memory (``agent.memory``), sub-agents
   (``agent.delegation``), compaction (``agent.compaction``);
-- ``lifecycle``: checkpoint, restore and continue-as-new (``agent.lifecycle``).
+- ``lifecycle``: begin, finish, checkpoint, restore and continue-as-new
+  (``agent.lifecycle``).
 
-One step of an agent reads top to bottom in three files: ``think`` → ``Loop.turn``
-here and in ``loop.py``, ``act``/``call_tool`` → ``ToolRunner`` in ``tooling.py``.
+``__init__`` builds one ``Run`` (``agent.run``: config, conversation, event stream,
+interrupts, logger, input, and the agent itself as ``AgentHooks``) and hands it to
+each component, which calls the agent's overridable methods through ``run.hooks``.
+
+One tool call, file by file, from the model's response to its recorded result:
+
+1. ``loop.py``: ``Loop.turn`` names the calls (``conversation.assign_call_ids``) and
+   records the assistant message; ``Loop.until_answer`` hands its calls to ``act``;
+2. ``workflow.py``: ``act``, then ``call_tool`` for each call (hooks a subclass may
+   override);
+3. ``tooling.py``: ``ToolRunner.act`` asks for every gated call's approval first and
+   batches read-only calls; ``ToolRunner.call`` validates, gates, executes, records;
+4. ``run.py``: ``Run.tools``, the tools offered this turn (the ``tools`` hook is asked
+   once per turn, by ``think``), where the call finds its tool;
+5. ``tools/_tool.py``: ``Tool.validate_arguments`` (bounds, then the schema);
+6. ``approvals.py``: ``Approvals.request`` (``None`` for a call that needs no
+   approval), ``Approvals.wait`` for one that does;
+7. ``_commands.py``: ``call_tool_activity``, the activity with the tool's options;
+8. ``conversation.py``: ``Conversation.add`` records the result message.
+
+On the way the call reads the interrupt flag (``interrupts.py``), publishes its
+``tool_call`` events (``events.py``) and logs (``_logging``).
 """
 
 from __future__ import annotations
@@ -25,32 +46,22 @@ from typing import Any, ClassVar, NoReturn
 
 from temporalio import workflow
 
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.bounds import RunBounds
 from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.config import AgentConfig, config_of
-from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
-from smyth_temporal.agent.events import EventLog, carried_stream
-from smyth_temporal.agent.interrupts import Interrupts
-from smyth_temporal.agent.lifecycle import Lifecycle
+from smyth_temporal.agent.events import carried_stream
+from smyth_temporal.agent.lifecycle import MAX_OUTPUT_CHARS, Lifecycle
 from smyth_temporal.agent.loop import Loop
-from smyth_temporal.agent.mcp import MCP_EXECUTOR, MCPTools
+from smyth_temporal.agent.mcp import MCPTools
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
 from smyth_temporal.agent.output import Settled, TypedOutput
+from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import ToolRunner, limited
-from smyth_temporal.agent.visibility import publish_approvals
-from smyth_temporal.context import (
-    DEFAULT_SUMMARY_INSTRUCTIONS,
-    CompactionPlan,
-    plan_compaction,
-    transcript_chunks,
-)
-from smyth_temporal.exceptions import InvalidMessageError, UserError
-from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.context import CompactionPlan
+from smyth_temporal.tools import Tool, ToolExecutor
 from smyth_temporal.types.agent import (
     INTERRUPT_UPDATE,
     AgentInput,
@@ -68,7 +79,6 @@ from smyth_temporal.types.approvals import (
     ApprovalRequest,
 )
 from smyth_temporal.types.compaction import Compaction
-from smyth_temporal.types.events import RunFinished
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.sessions import (
@@ -80,10 +90,6 @@ from smyth_temporal.types.sessions import (
 )
 
 __all__ = ["MAX_OUTPUT_CHARS", "AgentWorkflow"]
-
-MAX_OUTPUT_CHARS = 200_000
-"""The most characters of final output an ``AgentResult`` carries (a workflow result
-over Temporal's 2 MiB payload limit leaves the run stuck)."""
 
 
 class AgentWorkflow:
@@ -112,78 +118,34 @@ class AgentWorkflow:
 
     def __init__(self, *args: Any) -> None:
         # Takes (and ignores) the run method's arguments: see _install_init.
-        config = config_of(type(self))
-        self._log = WorkflowLogger("smyth_temporal.agent")
-        self._input: AgentInput | None = None
         self.data: dict[str, Any] = {}
         """The agent's own state (JSON-serializable); carried across continue-as-new."""
-        self.conversation = Conversation()
+        self._run = run = Run.new(config_of(type(self)), self, carried_stream(args))
+        self.conversation = run.conversation
         """The messages so far and where the agent is."""
-        self.events = EventLog(carried_stream(args), lambda: self.conversation.step)
+        self.events = run.events
         """The run's event stream (``AgentClient.events``); publish your own events here."""
-        self.conversation.publish = self.events.publish
-        self._interrupts = interrupts = Interrupts(self.conversation, self._log)
-        self.approvals = Approvals(
-            config,
-            self.conversation,
-            self._log,
-            on_change=self._publish_approvals,
-            interrupted=interrupts.requested,
-            find=lambda name: config.tool(name) or self._mcp.find(name),
-        )
+        self._log = run.log
+        self._mcp = MCPTools(run)
+        self.approvals = Approvals(run, find=self._mcp.configured)
         """Every approval request of the run and its decision."""
-        self._mcp = MCPTools(config, self._log, lambda: self._tools)
-        self._inbox = Inbox(self._log, while_busy=config.while_busy, interrupt=interrupts.request)
-        self._memory = AgentMemory(config, self.conversation, lambda: self.input)
-        self._delegation = Delegation(
-            self.conversation,
-            self._log,
-            lambda: self.input,
-            config.subagents,
-            budget=lambda: self.bounds.remaining_cost,
-        )
-        tenant = lambda: self.input.tenant  # noqa: E731 (read when asked: set in begin)
-        self._compactor = Compactor(config, self.conversation, self._log, tenant=tenant)
-        self._loop = Loop(
-            config,
-            self.conversation,
-            interrupts,
-            self.events,
-            self._log,
-            before_turn=lambda: self._inbox.steer_into(self.conversation),
-            tenant=tenant,
-        )
-        self.bounds = RunBounds(
-            config, self.conversation, lambda: self._input, self._loop, self.approvals
-        )
+        self._inbox = Inbox(run)
+        self._memory = AgentMemory(run)
+        self._compactor = Compactor(run)
+        self._loop = Loop(run, self._inbox)
+        self.bounds = RunBounds(run, self._loop, self.approvals)
         """Where the run stops: steps, tokens, money."""
-        output, retries = config.output, config.output_retries
-        self._typed = TypedOutput(output, retries, self.conversation, self._log) if output else None
-        self._tools = ToolRunner(
-            self.conversation,
-            self.approvals,
-            self._log,
-            offered=lambda: self.tools,
-            tenant=tenant,
-            executors={
-                MEMORY_EXECUTOR: self._memory.executor(self.recall, self.remember),
-                DELEGATE_EXECUTOR: self._delegation.executor(self.delegate),
-                MCP_EXECUTOR: self._mcp.run,
-                **self.tool_executors(),
-            },
-            interrupted=interrupts.requested,
-        )
-        self.lifecycle = Lifecycle(
-            config,
-            self._log,
-            conversation=self.conversation,
-            approvals=self.approvals,
-            compactor=self._compactor,
-            inbox=self._inbox,
-            delegation=self._delegation,
-            events=self.events,
-            data=lambda: self.data,
-        )
+        self._delegation = Delegation(run, self.bounds)
+        output, retries = run.config.output, run.config.output_retries
+        self._typed = TypedOutput(output, retries, run.conversation, run.log) if output else None
+        executors = {
+            MEMORY_EXECUTOR: self._memory.executor(),
+            DELEGATE_EXECUTOR: self._delegation.executor(),
+            **self.tool_executors(),
+        }
+        self._tools = ToolRunner(run, self.approvals, executors=executors, mcp=self._mcp)
+        parts = (self.approvals, self._compactor, self._inbox, self._delegation)
+        self.lifecycle = Lifecycle(run, *parts)
         """Generation, checkpoint and continue-as-new."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -195,7 +157,7 @@ class AgentWorkflow:
     @workflow.query(name="state")
     def state(self) -> AgentState:
         """A snapshot of the agent: status, step, recent messages, pending calls, usage."""
-        return self.lifecycle.snapshot(self._input)
+        return self.lifecycle.snapshot(self._run.started)
 
     @workflow.update(name=APPROVAL_UPDATE)
     async def decide_approval(self, decision: ApprovalDecision) -> ApprovalOutcome:
@@ -218,11 +180,11 @@ class AgentWorkflow:
     @workflow.update(name=INTERRUPT_UPDATE)
     def interrupt(self, interrupt: Interrupt) -> InterruptOutcome:
         """Stop the current turn at its next safe point (see ``Interrupt``)."""
-        return self._interrupts.request(interrupt)
+        return self._run.interrupts.request(interrupt)
 
     @interrupt.validator
     def _validate_interrupt(self, interrupt: Interrupt) -> None:
-        self._interrupts.check()  # refused (no trace in history) when nothing runs
+        self._run.interrupts.check()  # refused (no trace in history) when nothing runs
 
     @workflow.update(name=SESSION_MESSAGE_UPDATE)
     async def send_message(self, message: SessionMessage) -> SessionReply:
@@ -232,17 +194,12 @@ class AgentWorkflow:
     @send_message.validator
     def _validate_message(self, message: SessionMessage) -> None:
         # Runs before anything is written to history: a refused message leaves no trace.
-        self._inbox.check(message, self._input, self.conversation.status)
+        self._inbox.check(message, self._run.started, self.conversation.status)
 
     @workflow.signal(name=SESSION_EVENT_SIGNAL)
     def post_event(self, message: SessionMessage) -> None:
         """Queue a session message that nobody waits for (an event, a notification)."""
-        try:
-            self._inbox.check(message, self._input, self.conversation.status)
-        except InvalidMessageError as exc:
-            self._log.warning("session.invalid_event", error=str(exc))
-            return
-        self._inbox.enqueue(message, reply=False)
+        self._inbox.post(message, self._run.started, self.conversation.status)
 
     @workflow.signal(name=CLOSE_SESSION_SIGNAL)
     def close_session(self) -> None:
@@ -266,8 +223,7 @@ class AgentWorkflow:
         if answer is not None and self._typed is not None:  # validate, maybe correct
             settled = await self._typed.settle(answer, lambda: self._until_answer(self.step_limit))
         if settled.answer is None:
-            status: AgentStatus = "interrupted" if self._loop.interrupted else "max_steps"
-            status = "over_budget" if self.bounds.over_budget else status
+            status = self.bounds.stop_status()
             self._log.warning(f"agent.{status}", step=self.conversation.step)
             result = self.finish(self.conversation.last_text(), status)
         else:
@@ -284,13 +240,7 @@ class AgentWorkflow:
         if not self.begin(input) and input.prompt:  # the opening prompt: the first message
             message = SessionMessage(text=input.prompt, tenant=input.tenant)
             self._inbox.enqueue(message, reply=False)
-        await self._inbox.serve(
-            self.conversation,
-            self.respond,
-            due=self.lifecycle.should_continue_as_new,
-            continue_as_new=self.continue_as_new,
-            release=self.events.release_subscribers,
-        )
+        await self._inbox.serve()
         return self.finish(self.conversation.last_text())
 
     # -- building blocks: the conversation -------------------------------------------
@@ -298,9 +248,7 @@ class AgentWorkflow:
     @property
     def input(self) -> AgentInput:
         """The input the run started with."""
-        if self._input is None:
-            raise UserError("the agent has no input yet: call begin(input) first")
-        return self._input
+        return self._run.input
 
     def begin(self, input: AgentInput) -> bool:
         """Start the conversation (system prompt, task), or resume from ``input.checkpoint``.
@@ -309,20 +257,7 @@ class AgentWorkflow:
             ``True`` when the agent resumed from a checkpoint, ``False`` when it
             started afresh.
         """
-        self._input = input
-        self.events.run_started(input)
-        if input.checkpoint is not None:
-            if not self.lifecycle.restored:  # a class with its own __init__ restores here
-                self.data = self.lifecycle.restore(input.checkpoint)
-            if self.approvals.pending:
-                self._publish_approvals()
-            return True
-        if self.config.instructions:
-            self.conversation.add(Message.system(self.config.instructions))
-        if input.prompt and input.mode == "task":  # a session answers it as a message
-            self.conversation.add(Message.user(input.prompt))
-        self._log.info("agent.started", tenant=input.tenant, session_id=input.session_id)
-        return False
+        return self.lifecycle.begin(input)
 
     def tool_executors(self) -> Mapping[str, ToolExecutor]:
         """Executors of the tools made with ``@tool(executor=name)``, by name; override.
@@ -343,7 +278,7 @@ class AgentWorkflow:
         A sub-agent keeps only those its parent allowed (``AgentLimits.tools``).
         """
         local = [*self.config.tools, *self._memory.tools(), *self._delegation.tools()]
-        return limited([*local, *self._mcp.tools(local)], self._input)
+        return limited([*local, *self._mcp.tools(local)], self._run.started)
 
     async def think(self, *, tools: Sequence[Tool] | None = None) -> Message:
         """Take one model turn (compacting first if needed); append and return its message.
@@ -351,14 +286,15 @@ class AgentWorkflow:
         The message's ``tool_calls`` are not run yet (see ``act``).
         """
         await self._mcp.load()  # once per run: the recorded MCP tool lists
-        offered = self.tools if tools is None else tools
+        turn = self.conversation.step + 1  # the tools hook is asked once per turn, here
+        offered = self._run.tools(turn, fresh=True) if tools is None else tools
         await self.compact()
         return await self._loop.turn(self.prompt(), offered)
 
     async def act(self, calls: Sequence[ToolCall]) -> list[Message]:
         """Run tool calls (consecutive read-only ones concurrently); append the results."""
         self.conversation.status = "acting"
-        results = await self._tools.act(calls, self.call_tool)
+        results = await self._tools.act(calls)
         self.conversation.add(*results)
         self.conversation.status = "running"
         return results
@@ -395,10 +331,7 @@ class AgentWorkflow:
 
     async def sleep(self, duration: timedelta, *, reason: str | None = None) -> None:
         """Wait ``duration`` on a durable timer (status ``sleeping``), at no worker cost."""
-        previous, self.conversation.status = self.conversation.status, "sleeping"
-        self._log.info("agent.sleeping", seconds=duration.total_seconds())
-        await workflow.sleep(duration, summary=reason or f"sleep {duration}")
-        self.conversation.status = previous
+        await self.lifecycle.sleep(duration, reason=reason)
 
     def finish(
         self, output: str, status: AgentStatus = "completed", *, data: Any = None
@@ -407,16 +340,7 @@ class AgentWorkflow:
 
         ``data`` is the typed answer's JSON form (see ``AgentConfig.output_type``).
         """
-        if len(output) > MAX_OUTPUT_CHARS:
-            output = output[:MAX_OUTPUT_CHARS] + "\n[output truncated]"
-        conversation = self.conversation
-        conversation.output, conversation.status = output, status
-        if self.approvals.requests:
-            self._publish_approvals()
-        self._log.info("agent.finished", status=status, steps=conversation.step)
-        self.events.publish(RunFinished(status=status, output=output))
-        steps, usage = conversation.step, conversation.usage
-        return AgentResult(output=output, status=status, steps=steps, usage=usage, data=data)
+        return self.lifecycle.finish(output, status, data=data)
 
     @property
     def step_limit(self) -> int:
@@ -425,19 +349,45 @@ class AgentWorkflow:
 
     # -- building blocks: memory and sub-agents --------------------------------------
 
-    async def recall(self, query: str, **options: Any) -> list[MemoryHit]:
+    async def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        kinds: Sequence[str] | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> list[MemoryHit]:
         """Search long-term memory (the agent's tenant and namespace) for ``query``.
 
-        Options: ``k``, ``kinds``, ``include_expired``, ``include_superseded``.
+        ``k`` hits at most (default ``config.memory_recall_k``), of ``kinds`` only.
+        Changed in 0.9.0: typed keyword parameters (before, ``**options``).
         """
-        return await self._memory.recall(query, **options)
+        return await self._memory.recall(
+            query,
+            k=k,
+            kinds=kinds,
+            include_expired=include_expired,
+            include_superseded=include_superseded,
+        )
 
-    async def remember(self, text: str | Sequence[str], **options: Any) -> list[MemoryRecord]:
+    async def remember(
+        self,
+        text: str | Sequence[str],
+        *,
+        kind: str = "fact",
+        expires_in: timedelta | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+    ) -> list[MemoryRecord]:
         """Store one or more memories; idempotent (a retry or replay stores nothing twice).
 
-        Options: ``kind``, ``expires_in``, ``metadata``, ``namespace`` (never the tenant).
+        ``namespace`` defaults to the agent's (the tenant never changes). Changed in
+        0.9.0: typed keyword parameters (before, ``**options``).
         """
-        return await self._memory.remember(text, **options)
+        return await self._memory.remember(
+            text, kind=kind, expires_in=expires_in, metadata=metadata, namespace=namespace
+        )
 
     async def forget(self, ids: Sequence[str]) -> int:
         """Delete memories of the agent's scope by id; returns how many."""
@@ -449,26 +399,34 @@ class AgentWorkflow:
 
     async def load_memories(self) -> list[MemoryHit]:
         """Recall what is relevant to the task into the prompt, before the task."""
-        return await self._memory.load(self.recall)
+        return await self._memory.load()
 
     async def record_episode(self, result: AgentResult) -> None:
         """Store an ``episode`` memory of the run (task, outcome, key tool results)."""
         await self._memory.record_episode(result)
 
     async def delegate(
-        self, agent: type[AgentWorkflow] | str, task: AgentInput | str, **bounds: Any
+        self,
+        agent: type[AgentWorkflow] | str,
+        task: AgentInput | str,
+        *,
+        tools: Sequence[str | Tool] | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
     ) -> AgentResult:
         """Run a sub-agent as a child workflow and return its result.
 
         Bounds: ``tools`` (names or tools; never more than this agent has),
         ``max_steps``, ``max_tokens`` (default: what remains of this agent's bound).
         The child runs in this agent's tenant; its usage is added to this agent's;
-        cancelling this agent cancels it.
+        cancelling this agent cancels it. Changed in 0.9.0: typed bounds.
 
         Raises:
             temporalio.exceptions.ChildWorkflowError: The child failed.
         """
-        return await self._delegation.run(agent, task, own_tools=self.tools, **bounds)
+        return await self._delegation.run(
+            agent, task, tools=tools, max_steps=max_steps, max_tokens=max_tokens
+        )
 
     # -- building blocks: the run lifecycle ------------------------------------------
 
@@ -478,20 +436,11 @@ class AgentWorkflow:
         The default compacts beyond ``config.context_budget``, keeping the system
         prompt, the task and the most recent ``compaction_keep_ratio`` verbatim.
         """
-        config = self.config
-        if config.context_budget is None:
-            return None
-        return plan_compaction(
-            messages,
-            budget=config.context_budget,
-            keep_recent=int(config.context_budget * config.compaction_keep_ratio),
-            count=config.token_counter,
-        )
+        return self._compactor.default_plan(messages)
 
     def summary_prompt(self, span: Sequence[Message]) -> list[Message]:
         """The messages asking the model to summarize ``span``; override to change them."""
-        transcript = "\n\n".join(transcript_chunks(span, workflow.info().workflow_id))
-        return [Message.system(DEFAULT_SUMMARY_INSTRUCTIONS), Message.user(transcript)]
+        return self._compactor.default_summary_prompt(span)
 
     async def compact(self) -> Compaction | None:
         """Archive older turns to memory, then replace them by a summary, if planned.
@@ -500,10 +449,7 @@ class AgentWorkflow:
         its full prompt until ``context_hard_limit``, then a placeholder pointing at
         the archive stands in. No message is dropped without an archive.
         """
-        plan = self.plan_compaction(self.conversation.messages)
-        return await self._compactor.compact(
-            plan, archive=self.remember, summary_prompt=self.summary_prompt
-        )
+        return await self._compactor.compact()
 
     def should_continue_as_new(self) -> bool:
         """Whether this run has grown enough to hand over to a fresh one."""
@@ -522,16 +468,8 @@ class AgentWorkflow:
 
     async def _until_answer(self, until_step: int, between: Any = None) -> Message | None:
         return await self._loop.until_answer(
-            until_step=until_step,
-            may_go_on=self.bounds.may_go_on,
-            think=self.think,
-            act=self.act,
-            between_steps=between,
+            until_step=until_step, may_go_on=self.bounds.may_go_on, between_steps=between
         )
-
-    def _publish_approvals(self) -> None:
-        if self.config.search_attributes:
-            publish_approvals(self.approvals.pending, self.conversation.status, self.input.tenant)
 
 
 def _install_init(cls: type[AgentWorkflow]) -> None:
@@ -555,7 +493,7 @@ def _install_init(cls: type[AgentWorkflow]) -> None:
         if args and isinstance(args[0], AgentInput):
             # Handlers of the first workflow task (an update-with-start's message, a
             # decision sent during a switch) then see the input and carried state.
-            self._input = args[0]
+            self._run.started = args[0]
             if args[0].checkpoint is not None:
                 self.data = self.lifecycle.restore(args[0].checkpoint)
 

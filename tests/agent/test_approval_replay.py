@@ -38,7 +38,6 @@ from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.activities import tool_activities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.agent.approvals import Approvals
-from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.approvals import (
     APPROVAL_SIGNAL,
@@ -47,6 +46,7 @@ from smyth_temporal.types.approvals import (
     ApprovalOutcome,
 )
 from tests.helpers.agents import read_ledger
+from tests.helpers.runs import bare_run
 from tests.helpers.trader import Trader
 from tests.helpers.trading import TRADER_TOOLS
 
@@ -66,9 +66,8 @@ async def test_a_decision_without_its_request_is_refused_when_not_replaying(
 ) -> None:
     # Only a replay may hold a decision back (its validator accepted it live).
     approvals = Approvals(
-        Trader.config,
-        Conversation(),
-        WorkflowLogger("tests.approval_replay"),
+        bare_run(Trader.config, log=WorkflowLogger("tests.approval_replay")),
+        on_change=lambda: None,
         clock=lambda: datetime(2026, 11, 26, tzinfo=UTC),
         replaying=lambda: False,
     )

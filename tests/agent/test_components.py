@@ -21,6 +21,7 @@ from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids
 from smyth_temporal.agent.delegation import Delegation
 from smyth_temporal.agent.lifecycle import CARRIED_APPROVALS, Lifecycle
+from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import MAX_SESSION_MESSAGE_CHARS, Inbox
 from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.exceptions import (
@@ -40,6 +41,7 @@ from smyth_temporal.types import (
     Usage,
     arguments_sha256,
 )
+from tests.helpers.runs import bare_run
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 LOG = WorkflowLogger("tests.components")
@@ -77,17 +79,17 @@ class Clock:
         return self.now
 
 
-def approvals(clock: Clock | None = None) -> tuple[Approvals, Conversation, list[int]]:
-    conversation = Conversation()
+def approvals(
+    clock: Clock | None = None, run: Run | None = None
+) -> tuple[Approvals, Conversation, list[int]]:
+    run = run or bare_run(CONFIG, log=LOG)
     published: list[int] = []
     component = Approvals(
-        CONFIG,
-        conversation,
-        LOG,
+        run,
         on_change=lambda: published.append(len(component.pending)),
         clock=clock or Clock(),
     )
-    return component, conversation, published
+    return component, run.conversation, published
 
 
 # -- approvals --------------------------------------------------------------------------
@@ -216,7 +218,7 @@ def test_refusal_tells_the_model_who_rejected_and_why() -> None:
 
 
 def test_inbox_numbers_messages_and_hands_replies_to_waiting_senders() -> None:
-    inbox = Inbox(LOG)
+    inbox = Inbox(bare_run(CONFIG, log=LOG))
     assert not inbox
     first = inbox.enqueue(SessionMessage(text="hi"), reply=True)
     second = inbox.enqueue(SessionMessage(text="fyi"), reply=False)
@@ -255,14 +257,14 @@ def test_inbox_numbers_messages_and_hands_replies_to_waiting_senders() -> None:
 def test_inbox_refuses_what_a_session_cannot_take(
     message: SessionMessage, input: AgentInput | None, status: Any, problem: str
 ) -> None:
-    inbox = Inbox(LOG)
+    inbox = Inbox(bare_run(CONFIG, log=LOG))
     with pytest.raises(InvalidMessageError, match=problem):
         inbox.check(message, input, status)
     assert inbox.received == 0
 
 
 def test_a_closing_session_refuses_new_messages() -> None:
-    inbox = Inbox(LOG)
+    inbox = Inbox(bare_run(CONFIG, log=LOG))
     inbox.check(SessionMessage(text="hi"), AgentInput(mode="session"), "idle")
     inbox.closing = True
     with pytest.raises(InvalidMessageError, match="closed"):
@@ -273,22 +275,11 @@ def test_a_closing_session_refuses_new_messages() -> None:
 
 
 def lifecycle() -> tuple[Lifecycle, Conversation, Approvals, Inbox, Delegation, dict[str, Any]]:
-    conversation = Conversation()
-    component, _, _ = approvals()
-    component._conversation = conversation
-    inbox = Inbox(LOG)
-    delegation = Delegation(conversation, LOG, AgentInput, [])
-    data: dict[str, Any] = {"watchlist": ["ACME"]}
-    life = Lifecycle(
-        CONFIG,
-        LOG,
-        conversation=conversation,
-        approvals=component,
-        compactor=Compactor(CONFIG, conversation, LOG),
-        inbox=inbox,
-        delegation=delegation,
-        data=lambda: data,
-    )
+    run = bare_run(CONFIG, log=LOG)
+    component, conversation, _ = approvals(run=run)
+    inbox, delegation = Inbox(run), Delegation(run)
+    run.hooks.data = data = {"watchlist": ["ACME"]}
+    life = Lifecycle(run, component, Compactor(run), inbox, delegation)
     return life, conversation, component, inbox, delegation, data
 
 
@@ -339,10 +330,11 @@ def test_repeated_call_ids_of_a_turn_become_unique() -> None:
 
 
 async def test_every_tool_goes_through_one_path() -> None:
-    conversation = Conversation()
+    fake_lookup = dataclasses.replace(lookup, executor="fake")
+    run = bare_run(CONFIG, tools=[fake_lookup, pay], input=AgentInput(tenant="acme"), log=LOG)
+    conversation = run.conversation
     conversation.step = 4
-    component, _, _ = approvals()
-    component._conversation = conversation
+    component, _, _ = approvals(run=run)
     ran: list[tuple[str, dict[str, Any]]] = []
 
     async def fake(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
@@ -351,13 +343,9 @@ async def test_every_tool_goes_through_one_path() -> None:
             raise ToolCallError("it broke")
         return f"found {arguments['key']}"
 
-    fake_lookup = dataclasses.replace(lookup, executor="fake")
     runner = ToolRunner(
-        conversation,
+        run,
         component,
-        LOG,
-        offered=lambda: [fake_lookup, pay],
-        tenant=lambda: "acme",
         executors={"fake": fake},
         workflow_id=lambda: "wf-1",
         first_run_id=lambda: "run-1",

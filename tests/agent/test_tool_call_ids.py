@@ -31,13 +31,14 @@ from smyth_temporal import (
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.config import DEFAULT_MAX_TOOL_CALLS_PER_TURN
-from smyth_temporal.agent.conversation import Conversation, assign_call_ids
+from smyth_temporal.agent.conversation import assign_call_ids
 from smyth_temporal.agent.tooling import ToolRunner, idempotency_key
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from smyth_temporal.tools import Tool
 from smyth_temporal.types import ApprovalDecision, Message, ToolCall, arguments_sha256
 from tests.helpers.agents import Analyst, read_ledger
+from tests.helpers.runs import bare_run
 from tests.helpers.tool_call_agents import CappedAnalyst
 from tests.helpers.trader import Trader
 from tests.helpers.trading import sell
@@ -118,8 +119,6 @@ def test_a_slash_in_a_workflow_id_cannot_take_another_workflows_key() -> None:
 
 def runner_with_approvals() -> tuple[ToolRunner, Approvals, list[dict[str, Any]]]:
     """A runner whose ``sell`` calls are recorded, not run, with a fixed clock."""
-    conversation = Conversation()
-    conversation.step = 1
     ran: list[dict[str, Any]] = []
 
     async def run(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
@@ -128,13 +127,12 @@ def runner_with_approvals() -> tuple[ToolRunner, Approvals, list[dict[str, Any]]
 
     fake_sell = dataclasses.replace(sell, executor="fake")
     config = AgentConfig(model="m", tools=[fake_sell])
-    approvals = Approvals(config, conversation, LOG, clock=lambda: NOW)
+    context = bare_run(config, input=AgentInput(tenant="t"), log=LOG)
+    context.conversation.step = 1
+    approvals = Approvals(context, on_change=lambda: None, clock=lambda: NOW)
     runner = ToolRunner(
-        conversation,
+        context,
         approvals,
-        LOG,
-        offered=lambda: [fake_sell],
-        tenant=lambda: "t",
         executors={"fake": run},
         workflow_id=lambda: "wf",
         first_run_id=lambda: "run",

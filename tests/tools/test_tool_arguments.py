@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, AgentConfig, tool
+from smyth_temporal import AgentClient, AgentConfig, AgentInput, tool
 from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
-from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.models import ModelRequest, ModelResponse
@@ -34,6 +33,7 @@ from smyth_temporal.tools._tool import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, j
 from smyth_temporal.types import ToolCall, arguments_sha256
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
+from tests.helpers.runs import bare_run
 
 
 @tool
@@ -116,7 +116,7 @@ async def test_runs_started_before_the_bounds_replay_their_calls_unbounded(patch
     # must do the same, so the bound is asked of workflow.patched, only when it applies.
     ran: list[dict[str, Any]] = []
 
-    async def run(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
+    async def execute(spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> str:
         ran.append(arguments)
         return "ok"
 
@@ -128,22 +128,18 @@ async def test_runs_started_before_the_bounds_replay_their_calls_unbounded(patch
         asked.append(patch)
         return patched
 
-    log = WorkflowLogger("tests.tool_arguments")
-    conversation = Conversation()
+    config = AgentConfig(model="m", tools=[gated, free])
+    run = bare_run(config, input=AgentInput(tenant="t"), log=WorkflowLogger("tests.tool_arguments"))
     approvals = Approvals(
-        AgentConfig(model="m", tools=[gated, free]),
-        conversation,
-        log,
+        run,
+        on_change=lambda: None,
         patched=is_patched,
         clock=lambda: datetime(2026, 11, 26, tzinfo=UTC),
     )
     runner = ToolRunner(
-        conversation,
+        run,
         approvals,
-        log,
-        offered=lambda: [gated, free],
-        tenant=lambda: "t",
-        executors={"fake": run},
+        executors={"fake": execute},
         workflow_id=lambda: "wf",
         first_run_id=lambda: "r",
         patched=is_patched,
