@@ -153,7 +153,7 @@ class Run:
     """The interrupt waiting to be taken, if any."""
     started: AgentInput | None = None
     """The input the run started with (``None`` until ``begin`` or the constructor sets it)."""
-    _offered: tuple[int, list[Tool]] | None = field(default=None, repr=False)
+    _offered: tuple[int, list[Tool]] | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def new(cls, config: AgentConfig, hooks: AgentHooks, prior: WorkflowStreamState | None) -> Run:
