@@ -3,9 +3,9 @@
 ``think`` asks the hook for the turn it takes (``Run.tools(turn, fresh=True)``); every
 call of that turn finds its tool in the same list: the approvals asked first, the
 batching of read-only calls, each call's lookup. Searched over turns of known, unknown
-and malformed calls, read-only and side-effecting, with and without an interrupt,
-against the real ``ToolRunner`` and ``Approvals`` (a stand-in agent and executor; no
-server: nothing here waits for Temporal).
+and malformed calls, read-only and side-effecting, past the per-turn cap, with and
+without an interrupt, against the real ``ToolRunner`` and ``Approvals`` (a stand-in
+agent and executor; no server: nothing here waits for Temporal).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ async def test_each_turn_asks_for_its_tools_once(turns: list[tuple[list[Any], bo
         executors={"fake": execute},
         workflow_id=lambda: "wf",
         first_run_id=lambda: "r",
+        max_calls=6,  # turns of up to 12 calls: the cap's unrun answers are searched too
         patched=lambda _: True,
     )
     hooks: Any = run.hooks
