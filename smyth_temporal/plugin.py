@@ -40,7 +40,12 @@ from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.security._keys_encryption import KeyRing
 from smyth_temporal.security._plaintext import SealedPayloadConverter
 from smyth_temporal.security._secrets import Secrets
-from smyth_temporal.settings import NotifySettings, current_environment
+from smyth_temporal.settings import (
+    ObservabilitySettings,
+    Settings,
+    WorkerSettings,
+    current_environment,
+)
 from smyth_temporal.storage._defaults import default_payload_storage, with_chunk_codec
 from smyth_temporal.tools._tool import Tool
 from smyth_temporal.types.budget import PriceTable
@@ -145,6 +150,7 @@ class SmythPlugin(SimplePlugin):
     def __init__(
         self,
         *,
+        settings: Settings | None = None,
         model: ModelProvider | Mapping[str, ModelProvider] | None = None,
         tools: Sequence[Tool] = (),
         memory: MemoryManager | None = None,
@@ -155,13 +161,21 @@ class SmythPlugin(SimplePlugin):
         secrets: Secrets | None = None,
         serve_model_queue: bool = True,
         prices: PriceTable | None = None,
-        tracing: bool | TracerProvider = False,
+        tracing: bool | TracerProvider | None = None,
         passthrough_modules: Sequence[str] = (),
         notifications: Notifications | None = None,
     ) -> None:
         """Create the plugin.
 
+        Every default below comes from ``settings``: a worker's ``WorkerSettings``
+        (``smyth worker`` and ``run_worker`` pass theirs), or a client's ``Settings``
+        (the payload store and encryption; a worker then reads the rest from the
+        environment when it starts). Without settings, each part reads its own from
+        the environment (``PayloadSettings``, ``EncryptionSettings``...), when it is
+        needed. A keyword argument wins over the settings.
+
         Args:
+            settings: The settings the defaults come from (see above). Added in 0.9.0.
             model: The provider that answers model calls on workers, or a mapping from
                 model-name patterns to providers (see ``ModelRouter``). Default: the
                 OpenAI-compatible provider from ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
@@ -211,7 +225,8 @@ class SmythPlugin(SimplePlugin):
                 starts. Added in 0.5.0.
             tracing: Trace agents with OpenTelemetry (``tracing_interceptors`` of
                 ``smyth_temporal.observability``): ``True`` sends spans to the global
-                tracer provider, a ``TracerProvider`` to that one. Set it on the
+                tracer provider, a ``TracerProvider`` to that one; ``None``: the
+                settings' ``tracing`` (``SMYTH_TRACING``), else off. Set it on the
                 client that starts agents too, so that one run is one trace. Needs
                 the ``otel`` extra. Added in 0.5.0.
             passthrough_modules: More of your modules that workflow code imports and
@@ -230,8 +245,10 @@ class SmythPlugin(SimplePlugin):
                 ``SMYTH_SMTP_URL`` and ``SMYTH_CONSOLE_URL`` (``NotifySettings``).
                 Added in 0.9.0.
         """
-        storage = default_payload_storage() if payload_storage is _DEFAULT else payload_storage
-        codec = _default_codec() if encryption is _DEFAULT else encryption
+        storage = (
+            default_payload_storage(settings) if payload_storage is _DEFAULT else payload_storage
+        )
+        codec = _default_codec(settings) if encryption is _DEFAULT else encryption
         if storage is not None:
             storage = with_chunk_codec(storage, codec)  # chunks sealed one by one
         converter: DataConverter = pydantic_data_converter
@@ -254,8 +271,9 @@ class SmythPlugin(SimplePlugin):
             data_converter=converter,
             workflow_runner=_with_passthrough,
             workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
-            interceptors=_tracing(tracing),
+            interceptors=_tracing(_traces(tracing, settings)),
         )
+        self._settings = settings
         self._model = model
         self._tools = tuple(tools)
         self._memory = memory
@@ -263,7 +281,7 @@ class SmythPlugin(SimplePlugin):
         self._secrets = secrets
         # Read now, like the payload store: the memory is opened later, lazily, and
         # must belong to the environment this plugin was made for.
-        self._environment = current_environment()
+        self._environment = settings.environment if settings is not None else current_environment()
         self._model_calls: dict[str, Callable[..., Any]] = {}
         self._serve_model_queue = serve_model_queue
         self._model_routes: dict[str, ModelQueueRoute] = {}
@@ -291,7 +309,9 @@ class SmythPlugin(SimplePlugin):
         secrets = self._worker_secrets(tools)
         activities += tool_activities(tools, secrets)
         activities += self._mcp_activities(agents)
-        prices = self._prices if self._prices is not None else load_price_table()
+        prices = self._prices
+        if prices is None:
+            prices = load_price_table(self.worker_settings().prices_file)
         model = ModelActivities(self._provider(), prices).complete
         # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
         # before model calls had their own queue); ``run_worker`` polls that queue.
@@ -303,7 +323,7 @@ class SmythPlugin(SimplePlugin):
 
         if self._notifications is None:
             # Read when a worker starts, as the payload store and the memory are.
-            self._notifications = Notifications.from_settings(NotifySettings.load())
+            self._notifications = Notifications.from_settings(self.worker_settings())
         named = [policy for spec in tools if (policy := spec.approval_policy) is not None]
         self._notifications.missing(named)  # logs the channels this worker lacks
         activities.append(NotificationActivities(self._notifications).notify_approval)
@@ -458,35 +478,70 @@ class SmythPlugin(SimplePlugin):
         declared = {name for spec in tools for name in spec.secrets}
         if self._mcp is not None:
             declared |= {n for server in self._mcp.servers.values() for n in server.secret_names()}
-        secrets = (self._secrets or Secrets.from_env()).restrict(declared)
+        secrets = self._secrets or Secrets.from_settings(self.worker_settings())
+        secrets = secrets.restrict(declared)
         if self._mcp is not None:
             self._mcp.secrets = secrets
         return secrets
 
+    def worker_settings(self) -> WorkerSettings:
+        """The settings this plugin's workers run with.
+
+        Those given if they are ``WorkerSettings``; else read once, when first needed
+        (a worker starts), with the values of the ``Settings`` given over the sources.
+
+        Raises:
+            ConfigurationError: A worker setting is invalid (the message names it).
+
+        Added in 0.9.0.
+        """
+        if not isinstance(self._settings, WorkerSettings):
+            given = self._settings
+            self._settings = (
+                WorkerSettings.load() if given is None else WorkerSettings.based_on(given)
+            )
+        return self._settings
+
     def _memory_manager(self) -> MemoryManager:
         if self._memory is None:
-            self._memory = default_memory(self._environment)
+            self._memory = default_memory(self._environment, settings=self.worker_settings())
         return self._memory
 
     def _provider(self) -> ModelProvider:
         if self._model is None:
             from smyth_temporal.models._openai import OpenAIProvider
 
-            self._model = OpenAIProvider()
+            endpoint = self.worker_settings()
+            key = endpoint.openai_api_key
+            self._model = OpenAIProvider(
+                base_url=endpoint.openai_base_url,
+                api_key=key.get_secret_value() if key is not None else None,
+            )
         if isinstance(self._model, Mapping):
             self._model = ModelRouter(self._model)
         return self._model
 
 
-def _default_codec() -> PayloadCodec | None:
+def _default_codec(settings: Settings | None) -> PayloadCodec | None:
     # `cryptography` is imported only when a key is set: workflow modules that name
     # SmythPlugin import this module inside the sandbox, which cannot re-import
     # cryptography's compiled extension.
-    if KeyRing.from_env() is None:
+    keys = KeyRing.from_env() if settings is None else KeyRing.from_settings(settings)
+    if keys is None:
         return None
     from smyth_temporal.security._encryption import EncryptionCodec
 
-    return EncryptionCodec.from_env()
+    return (
+        EncryptionCodec.from_env() if settings is None else EncryptionCodec.from_settings(settings)
+    )
+
+
+def _traces(
+    tracing: bool | TracerProvider | None, settings: Settings | None
+) -> bool | TracerProvider:
+    if tracing is not None:
+        return tracing
+    return isinstance(settings, ObservabilitySettings) and settings.tracing
 
 
 def _tracing(tracing: bool | TracerProvider) -> list[Any] | None:

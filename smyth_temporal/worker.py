@@ -5,9 +5,12 @@ end up in ``run_worker``:
 
 ```python
 agents = load_agents(["examples.market_monitor.workflows:MarketMonitor"])
-model = load_model_provider("openai")
-await run_worker(agents, settings=Settings.load(), model=model)
+await run_worker(agents, settings=WorkerSettings.load(task_queue="trading"))
 ```
+
+The worker's settings (``WorkerSettings``) are one model from the command's options,
+the environment, ``.env`` and ``temporal.toml``; ``run_worker`` hands the same object to
+``SmythPlugin``.
 
 Added in 0.1.0.
 """
@@ -44,7 +47,13 @@ from smyth_temporal.models._provider import ModelProvider, ModelRouter
 from smyth_temporal.notifications import Notifications
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.security._secrets import Secrets
-from smyth_temporal.settings import Settings
+from smyth_temporal.settings import (
+    DEFAULT_MODEL_PROVIDER,
+    MODEL_PROVIDER_ENV,
+    ModelSettings,
+    Settings,
+    WorkerSettings,
+)
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN",
@@ -54,15 +63,10 @@ __all__ = [
     "load_agents",
     "load_model_provider",
     "run_worker",
+    "worker_settings",
 ]
 
 log = structlog.get_logger("smyth_temporal.worker")
-
-DEFAULT_MODEL_PROVIDER = "openai"
-"""The model provider a worker uses when nothing else is said."""
-
-MODEL_PROVIDER_ENV = "SMYTH_MODEL_PROVIDER"
-"""The environment variable that chooses the model provider (``openai`` or ``module:attr``)."""
 
 DEFAULT_GRACEFUL_SHUTDOWN = timedelta(seconds=5)
 """How long in-flight activities may finish after a stop signal before they are cancelled.
@@ -137,7 +141,7 @@ def load_agent(spec: str) -> type[AgentWorkflow]:
     return agent
 
 
-def load_model_provider(spec: str) -> ModelProvider:
+def load_model_provider(spec: str, *, settings: ModelSettings | None = None) -> ModelProvider:
     """The model provider a spec names.
 
     Args:
@@ -145,6 +149,7 @@ def load_model_provider(spec: str) -> ModelProvider:
             ``OPENAI_API_KEY``), or ``module:attr`` naming a provider, a mapping of
             model-name patterns to providers (see ``ModelRouter``), or a zero-argument
             callable (a class, a factory) that returns either.
+        settings: The OpenAI-compatible endpoint and key (default: the environment's).
 
     Returns:
         A provider with an async ``complete`` method.
@@ -153,13 +158,18 @@ def load_model_provider(spec: str) -> ModelProvider:
         ConfigurationError: The spec names nothing usable, or the OpenAI provider has
             no API key.
 
-    Added in 0.1.0.
+    Added in 0.1.0. Changed in 0.9.0: ``settings``.
     """
     spec = spec.strip()
     if spec == DEFAULT_MODEL_PROVIDER:
         from smyth_temporal.models._openai import OpenAIProvider
 
-        return OpenAIProvider()
+        endpoint = settings if settings is not None else ModelSettings.load()
+        key = endpoint.openai_api_key
+        return OpenAIProvider(
+            base_url=endpoint.openai_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
     if ":" not in spec:
         raise ConfigurationError(
             f"unknown model provider {spec!r}: use 'openai' or 'module:attr' "
@@ -186,8 +196,8 @@ def load_model_provider(spec: str) -> ModelProvider:
 async def run_worker(
     agents: Sequence[type[AgentWorkflow]],
     *,
-    settings: Settings,
-    model: ModelProvider,
+    settings: Settings | None = None,
+    model: ModelProvider | None = None,
     max_cached_workflows: int | None = None,
     ready: Callable[[], None] | None = None,
     stop: asyncio.Event | None = None,
@@ -196,7 +206,7 @@ async def run_worker(
     secrets: Secrets | None = None,
     deployment: WorkerDeploymentVersion | None = None,
     metrics: str | None = None,
-    tracing: bool = False,
+    tracing: bool | None = None,
     notifications: Notifications | None = None,
 ) -> None:
     """Serve ``agents`` on ``settings.task_queue`` until SIGINT/SIGTERM (or ``stop``).
@@ -206,10 +216,16 @@ async def run_worker(
     shutdown. A second signal while shutting down is not intercepted, so a second
     Ctrl-C forces the exit.
 
+    Every setting comes from ``settings``, handed as they are to ``SmythPlugin``; the
+    keyword arguments that are settings too (``max_cached_workflows``, ``deployment``,
+    ``metrics``, ``tracing``) win over them when given, as a command's options do.
+
     Args:
         agents: The agent classes to serve (see ``load_agents``).
-        settings: Where Temporal is, and the task queue.
-        model: The provider that answers the agents' model calls.
+        settings: The worker's settings (default: ``WorkerSettings.load()``); a
+            client's ``Settings`` is read as ``WorkerSettings`` with its values.
+        model: The provider that answers the agents' model calls (default: the one
+            ``settings.model_provider`` names, see ``load_model_provider``).
         max_cached_workflows: Runs kept in memory (default: temporalio's, 1000); a
             smaller cache bounds memory when many agents wait for a long time.
         ready: Called once, when the worker polls.
@@ -237,16 +253,28 @@ async def run_worker(
 
     Added in 0.1.0. Changed in 0.3.0: ``mcp_servers``. Changed in 0.4.0: ``secrets``.
     Changed in 0.5.0: ``deployment``, ``metrics``, ``tracing``. Changed in 0.9.0:
-    ``notifications``.
+    ``notifications``; ``settings`` may be ``WorkerSettings``, ``model`` and
+    ``settings`` have defaults.
     """
     if not agents:
         raise UnknownAgentError("no agent to serve")
     names = [_agent_type(agent) for agent in agents]
+    settings = worker_settings(
+        settings,
+        max_cached_workflows=max_cached_workflows,
+        metrics_address=metrics,
+        tracing=tracing,
+    )
+    if model is None:
+        model = load_model_provider(settings.model_provider, settings=settings)
+    if deployment is None:
+        deployment = settings.version
+    metrics, max_cached_workflows = settings.metrics_address, settings.max_cached_workflows
     plugin = SmythPlugin(
+        settings=settings,
         model=model,
         mcp_servers=mcp_servers,
         secrets=secrets,
-        tracing=tracing,
         notifications=notifications,
     )
     if metrics is not None:
@@ -307,6 +335,27 @@ async def run_worker(
     log.info("worker.stopped", **fields)
     if stopped_by and stopped_by[0] == signal.SIGINT:
         raise KeyboardInterrupt
+
+
+def worker_settings(settings: Settings | None = None, **overrides: Any) -> WorkerSettings:
+    """``settings`` as ``WorkerSettings``, with ``overrides`` (``None``: not given) over them.
+
+    The same object when it is one already and nothing overrides it, so a command,
+    ``run_worker`` and ``SmythPlugin`` share one model.
+
+    Raises:
+        ConfigurationError: A setting is invalid (the message names its variable).
+
+    Added in 0.9.0.
+    """
+    given = {name: value for name, value in overrides.items() if value is not None}
+    if settings is None:
+        return WorkerSettings.load(**given)
+    if not isinstance(settings, WorkerSettings):
+        return WorkerSettings.based_on(settings, **given)
+    if not given:
+        return settings
+    return WorkerSettings.based_on(settings, **given)
 
 
 async def _check_namespace(client: Client, settings: Settings) -> None:

@@ -26,7 +26,7 @@ from smyth_temporal._logging import configure_logging
 from smyth_temporal.cli._output import error_line, status
 from smyth_temporal.clients import agent_name
 from smyth_temporal.exceptions import UnknownAgentError
-from smyth_temporal.settings import Settings
+from smyth_temporal.settings import LOG_FORMAT_ENV, LOG_LEVEL_ENV, LoggingSettings, Settings
 from smyth_temporal.worker import load_agent
 
 __all__ = [
@@ -64,12 +64,10 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 CORE_SETTLE_DELAY = 0.1
 """Seconds a command lets temporalio's core threads settle before exiting (see ``run``)."""
 
-LOG_LEVEL_ENV = "SMYTH_LOG_LEVEL"
-LOG_FORMAT_ENV = "SMYTH_LOG_FORMAT"
-
 _CONNECTION_PANEL = "Temporal connection and logging"
 
 T = TypeVar("T")
+S = TypeVar("S", bound=Settings)
 
 
 # -- option values ----------------------------------------------------------------
@@ -143,8 +141,24 @@ class CommonOptions:
 
     def settings(self) -> Settings:
         """The settings these options (and the environment) make."""
-        return Settings.load(
-            address=self.address, namespace=self.namespace, task_queue=self.task_queue
+        return self.load(Settings)
+
+    def load(self, model: type[S], **options: Any) -> S:
+        """A process kind's settings, these options and ``options`` over the sources.
+
+        ``options`` are by field name, ``None`` meaning not given; the sources are the
+        environment, ``.env`` and ``temporal.toml``.
+
+        Raises:
+            ConfigurationError: A setting is invalid (the message names its variable).
+        """
+        return model.load(
+            address=self.address,
+            namespace=self.namespace,
+            task_queue=self.task_queue,
+            log_level=self.log_level,
+            log_format=self.log_format,
+            **options,
         )
 
 
@@ -182,21 +196,17 @@ _LogLevel = Annotated[
         "--log-level",
         metavar="[debug|info|warning|error]",
         parser=choice("debug", "info", "warning", "error"),
-        envvar=LOG_LEVEL_ENV,
-        show_envvar=False,
         help=f"least severe log level shown on stderr ({LOG_LEVEL_ENV}; default: info for "
         "worker, warning otherwise)",
         rich_help_panel=_CONNECTION_PANEL,
     ),
 ]
 _LogFormat = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--log-format",
         metavar="[console|json]",
         parser=choice("console", "json"),
-        envvar=LOG_FORMAT_ENV,
-        show_envvar=False,
         help=f"log lines for people or one JSON object per line ({LOG_FORMAT_ENV})",
         rich_help_panel=_CONNECTION_PANEL,
     ),
@@ -239,13 +249,18 @@ def command(
             _keyword("namespace", _Namespace, None),
             *([_keyword("task_queue", _TaskQueue, None)] if task_queue else []),
             _keyword("log_level", _LogLevel, None),
-            _keyword("log_format", _LogFormat, "console"),
+            _keyword("log_format", _LogFormat, None),
         ]
 
         @functools.wraps(func)
         def wrapper(**arguments: Any) -> None:
+            given = {p.name: arguments.pop(p.name) for p in shared}
+            # The options, else SMYTH_LOG_LEVEL / SMYTH_LOG_FORMAT (environment, .env).
+            logging = LoggingSettings.load(
+                log_level=given.pop("log_level"), log_format=given.pop("log_format")
+            )
             options = CommonOptions(
-                **{p.name: arguments.pop(p.name) for p in shared},
+                **given, log_level=logging.log_level, log_format=logging.log_format
             )
             configure_logging(options.log_level or log_level, json=options.log_format == "json")
             func(options, **arguments)

@@ -13,14 +13,11 @@ import typer
 
 from smyth_temporal.cli._common import CommonOptions, command, port, run, status
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import DEFAULT_CODEC_PORT, DEFAULT_UI_ORIGIN, CodecServerSettings
 
 __all__ = ["DEFAULT_CODEC_PORT", "DEFAULT_UI_ORIGIN", "app"]
 
 app = typer.Typer()
-
-DEFAULT_CODEC_PORT = 8081
-DEFAULT_UI_ORIGIN = "http://localhost:8233"
-"""The UI of ``smyth dev`` (its gRPC port + 1000)."""
 
 
 @command(
@@ -38,17 +35,29 @@ DEFAULT_UI_ORIGIN = "http://localhost:8233"
 def codec_server(
     options: CommonOptions,
     port_: Annotated[
-        int, typer.Option("--port", parser=port, metavar="PORT", help="the TCP port")
-    ] = DEFAULT_CODEC_PORT,
-    host: Annotated[str, typer.Option("--host", metavar="HOST", help="the address to bind")] = (
-        "127.0.0.1"
-    ),
+        int | None,
+        typer.Option(
+            "--port",
+            parser=port,
+            metavar="PORT",
+            help=f"the TCP port (default: SMYTH_CODEC_PORT or {DEFAULT_CODEC_PORT})",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            metavar="HOST",
+            help="the address to bind (default: SMYTH_CODEC_HOST or 127.0.0.1)",
+        ),
+    ] = None,
     ui_origin: Annotated[
         list[str] | None,
         typer.Option(
             "--ui-origin",
             metavar="ORIGIN",
-            help=f"a web origin allowed to call it, repeatable (default: {DEFAULT_UI_ORIGIN})",
+            help="a web origin allowed to call it, repeatable (default: "
+            f"SMYTH_CODEC_UI_ORIGINS, comma-separated, or {DEFAULT_UI_ORIGIN})",
         ),
     ] = None,
 ) -> None:
@@ -58,8 +67,10 @@ def codec_server(
         from smyth_temporal.codec_server import serve_codec
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from None
-    origins = ui_origin or [DEFAULT_UI_ORIGIN]
-    run(serve_codec(host=host, port=port_, ui_origins=origins, ready=_ready))
+    settings = options.load(
+        CodecServerSettings, host=host, port=port_, ui_origins=tuple(ui_origin or ()) or None
+    )
+    run(serve_codec(settings, ready=_ready))
 
 
 def _ready(url: str) -> None:

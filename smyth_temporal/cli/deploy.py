@@ -105,7 +105,8 @@ def verify(
 async def _verify(
     options: CommonOptions, classes: list[type[AgentWorkflow]], since: timedelta, limit: int | None
 ) -> VerifyReport:
-    client = await connect_client(options.settings(), plugins=[SmythPlugin()])
+    settings = options.settings()
+    client = await connect_client(settings, plugins=[SmythPlugin(settings=settings)])
     with Progress(
         TextColumn("replaying histories"),
         BarColumn(),

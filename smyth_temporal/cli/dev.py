@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import threading
 from pathlib import Path
@@ -21,10 +20,8 @@ from smyth_temporal.cli._common import (
     run,
     status,
 )
-from smyth_temporal.clients._deployment import deployment_version
 from smyth_temporal.devserver import (
     DEFAULT_DEV_PORT,
-    DEFAULT_STATE_DIR,
     LOCAL_HOSTS,
     DevServer,
     is_reachable,
@@ -33,32 +30,23 @@ from smyth_temporal.devserver import (
 from smyth_temporal.exceptions import ClientError, ConfigurationError
 from smyth_temporal.mcp import parse_server
 from smyth_temporal.models import ModelProvider
-from smyth_temporal.notifications import (
+from smyth_temporal.security import Secrets
+from smyth_temporal.settings import (
     CONSOLE_URL_ENV,
+    DEFAULT_MODEL_PROVIDER,
+    ENVIRONMENT_ENV,
+    MODEL_PROVIDER_ENV,
+    NOTIFY_ENV,
     SMTP_URL_ENV,
     WEBHOOK_SECRET_ENV,
-    Notifications,
-)
-from smyth_temporal.security._secrets import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, Secrets
-from smyth_temporal.settings import (
-    ENVIRONMENT_ENV,
-    NOTIFY_ENV,
-    NotifySettings,
+    DevSettings,
+    WorkerSettings,
     current_environment,
     environment_namespace,
 )
-from smyth_temporal.worker import (
-    DEFAULT_MODEL_PROVIDER,
-    MODEL_PROVIDER_ENV,
-    load_agents,
-    load_model_provider,
-    run_worker,
-)
+from smyth_temporal.worker import load_agents, load_model_provider, run_worker
 
 __all__ = ["app"]
-
-DEPLOYMENT_ENV = "SMYTH_DEPLOYMENT"
-BUILD_ID_ENV = "SMYTH_BUILD_ID"
 
 app = typer.Typer()
 
@@ -80,23 +68,28 @@ def dev(
             "--port",
             parser=port,
             metavar="PORT",
-            help="gRPC port (default: the port of --address when it is local, else 7233)",
+            help="gRPC port (default: SMYTH_DEV_PORT, the port of --address when it is local, "
+            "else 7233)",
         ),
     ] = None,
     ui_port: Annotated[
         int | None,
         typer.Option(
-            "--ui-port", parser=port, metavar="PORT", help="Web UI port (default: port + 1000)"
+            "--ui-port",
+            parser=port,
+            metavar="PORT",
+            help="Web UI port (default: SMYTH_DEV_UI_PORT, else port + 1000)",
         ),
     ] = None,
     db_file: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--db-file",
             metavar="PATH",
-            help="the SQLite file; the server's log goes beside it",
+            help="the SQLite file; the server's log goes beside it (default: "
+            "SMYTH_DEV_DB_FILE or .smyth/temporal.db)",
         ),
-    ] = DEFAULT_STATE_DIR / "temporal.db",
+    ] = None,
     env: Annotated[
         list[str] | None,
         typer.Option(
@@ -108,16 +101,16 @@ def dev(
     ] = None,
 ) -> None:
     """Run the embedded Temporal dev server."""
-    settings = options.settings()
+    settings = options.load(DevSettings, dev_port=port_, dev_ui_port=ui_port, dev_db_file=db_file)
     host, configured_port = split_address(settings.address)
     if host not in LOCAL_HOSTS:
         host, configured_port = "localhost", DEFAULT_DEV_PORT
     server = DevServer(
-        port=port_ or configured_port,
-        ui_port=ui_port,
-        db_path=db_file,
+        port=settings.dev_port or configured_port,
+        ui_port=settings.dev_ui_port,
+        db_path=settings.dev_db_file,
         namespace=settings.namespace,
-        state_dir=db_file.parent,
+        state_dir=settings.dev_db_file.parent,
         host=host,
         die_with_parent=True,
         extra_namespaces=[environment_namespace(_environment(name)) for name in env or ()],
@@ -193,23 +186,23 @@ def worker(
         ),
     ],
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--model",
-            envvar=MODEL_PROVIDER_ENV,
-            show_envvar=False,
             metavar="openai|MODULE:ATTR",
             help="the model provider: 'openai' (OPENAI_BASE_URL, OPENAI_API_KEY) or a provider "
-            f"object or factory as module:attr, e.g. a scripted model ({MODEL_PROVIDER_ENV})",
+            "object or factory as module:attr, e.g. a scripted model (default: "
+            f"{MODEL_PROVIDER_ENV} or {DEFAULT_MODEL_PROVIDER})",
         ),
-    ] = DEFAULT_MODEL_PROVIDER,
+    ] = None,
     max_cached_workflows: Annotated[
         int | None,
         typer.Option(
             "--max-cached-workflows",
             parser=non_negative,
             metavar="N",
-            help="runs kept in memory between steps (default: temporalio's, 1000)",
+            help="runs kept in memory between steps (default: SMYTH_MAX_CACHED_WORKFLOWS, "
+            "else temporalio's, 1000)",
         ),
     ] = None,
     mcp: Annotated[
@@ -264,29 +257,23 @@ def worker(
         str | None,
         typer.Option(
             "--deployment",
-            envvar=DEPLOYMENT_ENV,
-            show_envvar=False,
             metavar="NAME",
             help="serve as a version of this Temporal Worker Deployment (with --build-id): "
-            f"agent runs stay pinned to the build that started them ({DEPLOYMENT_ENV})",
+            "agent runs stay pinned to the build that started them (SMYTH_DEPLOYMENT)",
         ),
     ] = None,
     build_id: Annotated[
         str | None,
         typer.Option(
             "--build-id",
-            envvar=BUILD_ID_ENV,
-            show_envvar=False,
             metavar="ID",
-            help=f"this build's id in the deployment, e.g. a git sha ({BUILD_ID_ENV})",
+            help="this build's id in the deployment, e.g. a git sha (SMYTH_BUILD_ID)",
         ),
     ] = None,
     metrics: Annotated[
         str | None,
         typer.Option(
             "--metrics",
-            envvar="SMYTH_METRICS_ADDRESS",
-            show_envvar=False,
             metavar="HOST:PORT",
             help="serve Prometheus metrics (Temporal's and smyth's) at http://HOST:PORT/metrics "
             "(SMYTH_METRICS_ADDRESS)",
@@ -296,40 +283,41 @@ def worker(
         bool,
         typer.Option(
             "--tracing",
-            envvar="SMYTH_TRACING",
-            show_envvar=False,
             help="send OpenTelemetry spans over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT "
             "(default http://localhost:4318; needs the otel extra) (SMYTH_TRACING)",
         ),
     ] = False,
 ) -> None:
     """Serve agent classes."""
-    settings = options.settings()
-    version = deployment_version(deployment, build_id)
-    secrets = _secrets(secrets_file, allow_secret)
+    # One model from the options, the environment, .env and temporal.toml; run_worker
+    # and the plugin receive this same object.
+    settings = options.load(
+        WorkerSettings,
+        model_provider=model,
+        max_cached_workflows=max_cached_workflows,
+        secrets_file=secrets_file,
+        allowed_secrets=tuple(allow_secret) if allow_secret else None,
+        deployment=deployment,
+        build_id=build_id,
+        metrics_address=metrics,
+        tracing=tracing or None,
+        notify=tuple(notify) if notify else None,
+        console_url=console_url,
+    )
+    secrets = _secrets(settings)
     classes = load_agents(agents)
-    provider = _model_provider(model)
+    provider = _model_provider(settings)
     servers = dict(parse_server(spec) for spec in mcp or ())
-    notifications = _notifications(notify or [], console_url)
+    _tracing(settings.tracing)
     run(
-        run_worker(
-            classes,
-            settings=settings,
-            model=provider,
-            max_cached_workflows=max_cached_workflows,
-            mcp_servers=servers,
-            secrets=secrets,
-            deployment=version,
-            metrics=metrics,
-            tracing=_tracing(tracing),
-            notifications=notifications,
-        )
+        run_worker(classes, settings=settings, model=provider, mcp_servers=servers, secrets=secrets)
     )
 
 
-def _model_provider(spec: str) -> ModelProvider:
+def _model_provider(settings: WorkerSettings) -> ModelProvider:
+    spec = settings.model_provider
     try:
-        return load_model_provider(spec)
+        return load_model_provider(spec, settings=settings)
     except ConfigurationError as exc:
         if spec != DEFAULT_MODEL_PROVIDER or "OPENAI_API_KEY" not in str(exc):
             raise
@@ -341,29 +329,18 @@ def _model_provider(spec: str) -> ModelProvider:
         ) from None
 
 
-def _notifications(specs: list[str], console_url: str | None) -> Notifications:
-    # The secret and the SMTP URL (credentials) come from the environment or .env only,
-    # never from a command line that `ps` shows.
-    settings = NotifySettings.load(notify=tuple(specs) or None, console_url=console_url)
-    return Notifications.from_settings(settings)
-
-
-def _tracing(enabled: bool) -> bool:
+def _tracing(enabled: bool) -> None:
     if enabled:
         try:
             from smyth_temporal.observability import configure_tracing
         except ImportError as exc:
             raise ConfigurationError(str(exc)) from None
         configure_tracing("smyth-worker")
-    return enabled
 
 
-def _secrets(secrets_file: Path | None, allow: list[str] | None) -> Secrets:
+def _secrets(settings: WorkerSettings) -> Secrets:
     # Exported, not only passed on: a model provider built by the loaded modules
     # (OpenAIProvider(api_key=secret(...))) resolves with Secrets.from_env() and must
     # see the same file and allow-list as the worker's tools and MCP servers.
-    if secrets_file is not None:
-        os.environ[SECRETS_FILE_ENV] = str(secrets_file)
-    if allow:
-        os.environ[ALLOWED_SECRETS_ENV] = ",".join(allow)
-    return Secrets.from_env()
+    settings.export("secrets_file", "allowed_secrets")
+    return Secrets.from_settings(settings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -12,6 +11,7 @@ from smyth_temporal.clients import AgentClient
 from smyth_temporal.clients._identity import API_KEY_ENV
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.settings import AccessSettings
 
 __all__ = ["app"]
 
@@ -78,7 +78,7 @@ async def _serve(
         status(f"serving {', '.join(served)} over MCP at http://{host}:{port_}/mcp")
         await serve_mcp(agents, served, transport="http", host=host, port=port_, keys=keys)
         return
-    if keys.has_active_keys() and not os.environ.get(API_KEY_ENV):
+    if keys.has_active_keys() and AccessSettings.load().api_key is None:
         # Keys exist, so callers are told apart: an MCP client acts as one key, whose
         # tenant and role bound everything it does (and whose name decides).
         raise ConfigurationError(

@@ -10,12 +10,13 @@ import typer
 from smyth_temporal.cli._common import CommonOptions, agent_type, command, port, run, status
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import DEFAULT_GATEWAY_PORT, GatewaySettings
 
 __all__ = ["DEFAULT_PORT", "app"]
 
 app = typer.Typer()
 
-DEFAULT_PORT = 8000
+DEFAULT_PORT = DEFAULT_GATEWAY_PORT
 
 
 @command(
@@ -36,14 +37,23 @@ def serve(
         ),
     ],
     port_: Annotated[
-        int, typer.Option("--port", parser=port, metavar="PORT", help="the TCP port")
-    ] = DEFAULT_PORT,
-    host: Annotated[
-        str,
+        int | None,
         typer.Option(
-            "--host", metavar="HOST", help="the address to bind (0.0.0.0: every interface)"
+            "--port",
+            parser=port,
+            metavar="PORT",
+            help=f"the TCP port (default: SMYTH_GATEWAY_PORT or {DEFAULT_PORT})",
         ),
-    ] = "127.0.0.1",
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            metavar="HOST",
+            help="the address to bind, 0.0.0.0 for every interface (default: "
+            "SMYTH_GATEWAY_HOST or 127.0.0.1)",
+        ),
+    ] = None,
     insecure_dev: Annotated[
         bool,
         typer.Option(
@@ -62,32 +72,26 @@ def serve(
     ] = None,
 ) -> None:
     """Serve agents over HTTP."""
-    run(_serve(options, agents, host, port_, insecure_dev, keys_file))
+    settings = options.load(GatewaySettings, host=host, port=port_, keys_file=keys_file)
+    run(_serve(settings, agents, insecure_dev))
 
 
-async def _serve(
-    options: CommonOptions,
-    specs: list[str],
-    host: str,
-    port_: int,
-    insecure_dev: bool,
-    keys_file: Path | None,
-) -> None:
+async def _serve(settings: GatewaySettings, specs: list[str], insecure_dev: bool) -> None:
     # Imported here: the gateway needs the server extra, and `smyth` must work without it.
     try:
         import smyth_temporal.gateway as gateway
     except ImportError as exc:
         raise ConfigurationError(str(exc)) from None
-    keys = gateway.KeyStore(keys_file)
+    keys = gateway.KeyStore(settings.keys_file)
     if not insecure_dev:
         gateway.require_keys(keys)  # before connecting: the quicker, clearer failure
     served = [agent_type(spec) for spec in specs]
-    agents = await AgentClient.connect(options.settings())
+    agents = await AgentClient.connect(settings)
     await gateway.serve(
         agents,
         served,
-        host=host,
-        port=port_,
+        host=settings.host,
+        port=settings.port,
         keys=keys,
         insecure_dev=insecure_dev,
         note=status,

@@ -8,8 +8,6 @@ tenant's run exactly as a run that does not exist.
 
 from __future__ import annotations
 
-import os
-
 from temporalio.api.workflow.v1 import WorkflowExecutionInfo
 from temporalio.client import Client
 
@@ -17,14 +15,9 @@ from smyth_temporal.clients._describe import describe_run
 from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.exceptions import AccessDeniedError, AgentNotFoundError
 from smyth_temporal.security import KeyStore, Permission, Principal
+from smyth_temporal.settings import API_KEY_ENV, AccessSettings
 
 __all__ = ["API_KEY_ENV", "Identity", "principal_from_env"]
-
-API_KEY_ENV = "SMYTH_API_KEY"
-"""An API key (``smyth keys create``) the CLI and ``AgentClient.connect`` act with.
-
-Added in 0.4.0.
-"""
 
 DEFAULT_TENANT = "default"
 
@@ -37,7 +30,8 @@ def principal_from_env(keys: KeyStore | None = None) -> Principal | None:
 
     Added in 0.4.0.
     """
-    secret = os.environ.get(API_KEY_ENV, "").strip()
+    key = AccessSettings.load().api_key
+    secret = key.get_secret_value().strip() if key is not None else ""
     if not secret:
         return None
     found = (keys or KeyStore()).authenticate(secret)

@@ -132,7 +132,8 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         settings = resolve_settings(
             target, namespace=namespace, task_queue=task_queue, tls=tls, api_key=api_key
         )
-        client = await connect_client(settings, plugins=[SmythPlugin(), *plugins])
+        # The payload store and encryption from the same settings as the connection.
+        client = await connect_client(settings, plugins=[SmythPlugin(settings=settings), *plugins])
         return cls(client, task_queue=settings.task_queue, principal=caller)
 
     @property

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 import uvicorn
@@ -13,57 +12,62 @@ from smyth_temporal.codec_server._decode import PayloadTranslator
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.gateway._serve import AnnouncingServer
 from smyth_temporal.security._encryption import EncryptionCodec
+from smyth_temporal.settings import CODEC_TOKEN_ENV, CodecServerSettings
 from smyth_temporal.storage import default_payload_storage
 
 __all__ = ["CODEC_TOKEN_ENV", "serve_codec"]
 
 log = structlog.get_logger("smyth_temporal.codec_server")
 
-CODEC_TOKEN_ENV = "SMYTH_CODEC_TOKEN"
-"""The bearer token callers of the codec server present.
 
-Added in 0.4.0.
-"""
-
-
-def _translator() -> PayloadTranslator:
-    codec = EncryptionCodec.from_env()
+def _translator(settings: CodecServerSettings) -> PayloadTranslator:
+    codec = EncryptionCodec.from_settings(settings)
     if codec is None:
         raise ConfigurationError(
             "the codec server decrypts with SMYTH_ENCRYPTION_KEYS or SMYTH_ENCRYPTION_KEY_FILE, "
             "and neither is set"
         )
-    return PayloadTranslator(codec, default_payload_storage())
+    return PayloadTranslator(codec, default_payload_storage(settings))
 
 
 async def serve_codec(
+    settings: CodecServerSettings | None = None,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8081,
-    ui_origins: list[str],
+    host: str | None = None,
+    port: int | None = None,
+    ui_origins: Sequence[str] | None = None,
     token: str | None = None,
     ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until stopped: keys and the store from the environment, like a worker.
+    """Serve until stopped: keys, the store, the token and the address from ``settings``.
 
     Args:
-        host: The address to bind.
-        port: The TCP port.
-        ui_origins: The web origins allowed to call it (the Temporal UI's).
-        token: The bearer token (default: ``SMYTH_CODEC_TOKEN``).
+        settings: The codec server's settings (default: ``CodecServerSettings.load()``,
+            from the environment, like a worker's).
+        host: The address to bind, over the settings'.
+        port: The TCP port, over the settings'.
+        ui_origins: The web origins allowed to call it (the Temporal UI's), over the
+            settings'.
+        token: The bearer token, over the settings' (``SMYTH_CODEC_TOKEN``).
         ready: Called with the URL once it listens.
 
     Raises:
-        ConfigurationError: No token, no key, or the port cannot be bound.
+        ConfigurationError: No token, no key, a bad setting, or the port cannot be bound.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.9.0: ``settings``; the keywords are optional.
     """
-    token = token if token is not None else os.environ.get(CODEC_TOKEN_ENV, "")
-    if not token:
+    given = {"host": host, "port": port, "ui_origins": ui_origins, "codec_token": token}
+    if settings is None:
+        settings = CodecServerSettings.load(**given)
+    else:
+        settings = settings.model_copy(update={k: v for k, v in given.items() if v is not None})
+    secret = settings.codec_token.get_secret_value() if settings.codec_token else ""
+    if not secret:
         raise ConfigurationError(
             f"{CODEC_TOKEN_ENV} is not set: the codec server decodes nothing without a token"
         )
-    app = create_codec_app(_translator(), token=token, ui_origins=ui_origins)
+    host, port, ui_origins = settings.host, settings.port, list(settings.ui_origins)
+    app = create_codec_app(_translator(settings), token=secret, ui_origins=ui_origins)
     # No access log: the UI's requests carry the token in their path.
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     url = f"http://{host}:{port}"

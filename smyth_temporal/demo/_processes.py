@@ -26,7 +26,7 @@ from smyth_temporal.demo._example import AGENT, SCRIPTED_MODEL, Example
 from smyth_temporal.demo._options import DemoError
 from smyth_temporal.demo._render import one_line
 from smyth_temporal.devserver import DevServer, ensure_dev_server
-from smyth_temporal.settings import Settings
+from smyth_temporal.settings import PAYLOAD_PATH_ENV, PayloadSettings, Settings
 from smyth_temporal.storage import DEFAULT_PAYLOAD_PATH
 
 __all__ = ["Worker", "Workers", "temporal_server"]
@@ -242,13 +242,14 @@ class Workers:
         ]
 
     def _environment(self) -> Mapping[str, str]:
+        store = PayloadSettings.load().payload_path or DEFAULT_PAYLOAD_PATH
         return {
+            # The workers inherit this process's environment (an exception the
+            # architecture test lists: a subprocess's environment is what it reads).
             **os.environ,
             self.example.ledger_env: str(self.ledger),
             # Workers run in the example's folder, the demo wherever it was started:
             # both must find large payloads in the same store.
-            "SMYTH_PAYLOAD_PATH": str(
-                Path(os.environ.get("SMYTH_PAYLOAD_PATH") or DEFAULT_PAYLOAD_PATH).resolve()
-            ),
+            PAYLOAD_PATH_ENV: str(store.resolve()),
             "PYTHONUNBUFFERED": "1",
         }

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import sys
 import time
@@ -48,7 +47,7 @@ from smyth_temporal.demo._render import LINE_WIDTH, Narrator, one_line
 from smyth_temporal.demo._summary import summarize
 from smyth_temporal.devserver import DEFAULT_STATE_DIR, register_search_attributes
 from smyth_temporal.exceptions import SmythError
-from smyth_temporal.settings import Settings
+from smyth_temporal.settings import ModelSettings, Settings
 from smyth_temporal.types.agent import AgentInput, AgentResult, AgentState
 from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES
 
@@ -78,8 +77,9 @@ class Scenario:
         # A person can only answer on a terminal; without one (CI, a pipe) waiting
         # would hang until the timeout, so the script decides instead.
         self.interactive = options.interactive and sys.stdin.isatty()
-        self.model = options.model or ("openai" if os.environ.get("OPENAI_API_KEY") else "scripted")
-        if self.model == "openai" and not os.environ.get("OPENAI_API_KEY"):
+        has_key = ModelSettings.load().openai_api_key is not None
+        self.model = options.model or ("openai" if has_key else "scripted")
+        if self.model == "openai" and not has_key:
             raise DemoError(
                 "--model openai needs OPENAI_API_KEY (and OPENAI_BASE_URL for endpoints "
                 "other than OpenAI's); --model scripted runs offline"

@@ -3,89 +3,123 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from smyth_temporal.exceptions import ConfigurationError
+from pydantic import SecretStr
+
 from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._store import MemoryStore
 from smyth_temporal.security._keys_encryption import KeyRing
-from smyth_temporal.settings import current_environment
+from smyth_temporal.settings import (
+    DEFAULT_MEMORY_PATH,
+    EncryptionSettings,
+    MemorySettings,
+    ModelSettings,
+)
 
 __all__ = ["DEFAULT_MEMORY_PATH", "default_embedder", "default_memory", "default_store"]
 
-DEFAULT_MEMORY_PATH = Path(".smyth/memory")
-"""Where the embedded Qdrant Edge store lives (``SMYTH_MEMORY_PATH``)."""
 
-
-def default_store(environment: str | None = None) -> MemoryStore:
+def default_store(
+    environment: str | None = None, *, settings: MemorySettings | None = None
+) -> MemoryStore:
     """A Qdrant server when ``QDRANT_URL`` is set, else Qdrant Edge under ``.smyth/memory``.
 
     With an environment (``SMYTH_ENV``), Qdrant Edge lives in ``<path>/<env>``; on a
     server, ``default_memory`` names the collections after the environment.
+
+    Changed in 0.9.0: ``settings`` (default: ``MemorySettings.load()``).
     """
-    if os.environ.get("QDRANT_URL"):
+    settings = settings if settings is not None else MemorySettings.load()
+    if settings.qdrant_url:
         from smyth_temporal.memory._qdrant import QdrantServerStore
 
-        return QdrantServerStore.from_env()
+        return QdrantServerStore.from_settings(settings)
     from smyth_temporal.memory._edge import EdgeStore
 
-    path = Path(os.environ.get("SMYTH_MEMORY_PATH") or DEFAULT_MEMORY_PATH)
+    path = settings.memory_path
     return EdgeStore(path / environment if environment else path)
 
 
-def default_embedder() -> Embedder:
+def default_embedder(
+    settings: MemorySettings | None = None, *, model: ModelSettings | None = None
+) -> Embedder:
     """``SMYTH_EMBEDDER``: ``hash`` (default, offline) or ``openai[:MODEL]``.
+
+    Args:
+        settings: Which embedder (default: ``MemorySettings.load()``).
+        model: The OpenAI-compatible endpoint (default: ``settings`` if it is one,
+            else ``ModelSettings.load()``).
 
     Raises:
         ConfigurationError: An unknown embedder name.
+
+    Changed in 0.9.0: ``settings``, ``model``.
     """
-    spec = os.environ.get("SMYTH_EMBEDDER", "hash")
+    settings = settings if settings is not None else MemorySettings.load()
+    spec = settings.embedder
     if spec == "hash":
         return HashEmbedder()
-    if spec == "openai" or spec.startswith("openai:"):
-        model = spec.partition(":")[2] or "text-embedding-3-small"
-        return OpenAIEmbedder(model)
-    raise ConfigurationError(f"SMYTH_EMBEDDER must be 'hash' or 'openai[:model]', not {spec!r}")
+    if model is None:
+        model = settings if isinstance(settings, ModelSettings) else ModelSettings.load()
+    return OpenAIEmbedder(
+        spec.partition(":")[2] or "text-embedding-3-small",
+        base_url=model.openai_base_url,
+        api_key=_secret(model.openai_api_key),
+    )
 
 
-def default_memory(environment: str | None = None) -> MemoryManager:
+def default_memory(
+    environment: str | None = None, *, settings: MemorySettings | None = None
+) -> MemoryManager:
     """The default store and embedder, one per process and configuration.
 
     An embedded store can be opened once per process, so workers of one process that
     all use the default share it.
 
     Args:
-        environment: The environment whose memory this is (default: the current one,
+        environment: The environment whose memory this is (default: the settings' one,
             ``SMYTH_ENV``); see ``default_store``.
+        settings: The memory's settings (default: from the environment); a worker's
+            ``WorkerSettings`` is one.
+
+    Changed in 0.9.0: ``settings``.
     """
-    environment = environment if environment is not None else current_environment()
+    memory = settings if settings is not None else MemorySettings.load()
+    keys = settings if isinstance(settings, EncryptionSettings) else EncryptionSettings.load()
+    environment = environment if environment is not None else memory.environment
     key = (
-        os.environ.get("QDRANT_URL"),
-        os.environ.get("SMYTH_MEMORY_PATH"),
-        os.environ.get("SMYTH_EMBEDDER"),
+        memory.qdrant_url,
+        str(memory.memory_path),
+        memory.embedder,
         os.getcwd(),
         environment,
-        os.environ.get("SMYTH_ENCRYPTION_KEYS"),
-        os.environ.get("SMYTH_ENCRYPTION_KEY_FILE"),
+        _secret(keys.encryption_keys),
+        str(keys.encryption_key_file),
     )
     manager = _SHARED.get(key)
     if manager is None:
         manager = _SHARED[key] = MemoryManager(
-            _sealed(default_store(environment)), default_embedder(), environment=environment
+            _sealed(default_store(environment, settings=memory), keys),
+            default_embedder(memory),
+            environment=environment,
         )
     return manager
 
 
-def _sealed(store: MemoryStore) -> MemoryStore:
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def _sealed(store: MemoryStore, settings: EncryptionSettings) -> MemoryStore:
     """``store``, encrypting memories at rest when a payload key is configured."""
-    if KeyRing.from_env() is None:
+    if KeyRing.from_settings(settings) is None:
         return store
     # Imported only with a key: cryptography cannot be re-imported inside the sandbox.
     from smyth_temporal.memory._sealed import SealedStore
     from smyth_temporal.security._encryption import EncryptionCodec
 
-    codec = EncryptionCodec.from_env()
+    codec = EncryptionCodec.from_settings(settings)
     assert codec is not None  # a key is set
     return SealedStore(store, codec)
 

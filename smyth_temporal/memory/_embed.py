@@ -16,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import ModelSettings
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -126,11 +126,13 @@ class OpenAIEmbedder:
         if client is None:
             from openai import AsyncOpenAI
 
-            key = api_key or os.environ.get("OPENAI_API_KEY")
+            endpoint = ModelSettings.load() if not (api_key and base_url) else None
+            found = endpoint.openai_api_key if endpoint is not None else None
+            key = api_key or (found.get_secret_value() if found is not None else None)
             if not key:
                 raise ConfigurationError("OpenAIEmbedder needs OPENAI_API_KEY (or api_key=)")
             client = AsyncOpenAI(
-                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                base_url=base_url or (endpoint.openai_base_url if endpoint else None) or None,
                 api_key=key,
                 max_retries=0,  # Temporal's retry policy is the only retry loop
                 timeout=timeout,

@@ -8,7 +8,6 @@ scores every point on each query).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from smyth_temporal.memory._store import (
     StoredPoint,
     StoreFilter,
 )
+from smyth_temporal.settings import MemorySettings
 
 __all__ = ["QdrantServerStore"]
 
@@ -84,10 +84,21 @@ class QdrantServerStore(MemoryStore):
         Raises:
             ConfigurationError: ``QDRANT_URL`` is not set.
         """
-        url = os.environ.get("QDRANT_URL")
-        if not url:
+        return cls.from_settings(MemorySettings.load())
+
+    @classmethod
+    def from_settings(cls, settings: MemorySettings) -> QdrantServerStore:
+        """The server ``settings`` name (``qdrant_url``, ``qdrant_api_key``).
+
+        Raises:
+            ConfigurationError: No server is named.
+
+        Added in 0.9.0.
+        """
+        if not settings.qdrant_url:
             raise ConfigurationError("QDRANT_URL is not set")
-        return cls(url=url, api_key=os.environ.get("QDRANT_API_KEY") or None)
+        key = settings.qdrant_api_key
+        return cls(url=settings.qdrant_url, api_key=key.get_secret_value() if key else None)
 
     async def ensure_collection(self, name: str, dimension: int) -> None:
         """Create the collection unless it exists; add any missing payload index.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,6 +15,7 @@ from smyth_temporal.models._openai_response import (
 )
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.settings import ModelSettings
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema
 from smyth_temporal.types.secrets import SecretRef
@@ -95,11 +95,13 @@ class OpenAIProvider:
         if client is None:
             from openai import AsyncOpenAI
 
+            endpoint = ModelSettings.load()
             if isinstance(api_key, SecretRef):
                 # resolve() registers the value for masking itself.
                 key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
             else:
-                key = api_key or os.environ.get("OPENAI_API_KEY")
+                found = endpoint.openai_api_key
+                key = api_key or (found.get_secret_value() if found is not None else None)
                 if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
                     register_secret("OPENAI_API_KEY", key)
             if not key:
@@ -108,7 +110,7 @@ class OpenAIProvider:
                     "(any value for endpoints without keys) or choose another provider"
                 )
             client = AsyncOpenAI(
-                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                base_url=base_url or endpoint.openai_base_url or None,
                 api_key=key,
                 max_retries=0,
                 timeout=timeout,

@@ -15,22 +15,16 @@ Models without a price cost nothing: no run or tenant budget stops them.
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import DEFAULT_PRICES_FILE, PRICES_FILE_ENV, ModelSettings
 from smyth_temporal.types.budget import PriceTable
 
 __all__ = ["DEFAULT_PRICES_FILE", "PRICES_FILE_ENV", "load_price_table"]
-
-PRICES_FILE_ENV = "SMYTH_PRICES_FILE"
-"""A price table file for workers (TOML or JSON)."""
-
-DEFAULT_PRICES_FILE = Path(".smyth/prices.toml")
-"""Read when ``SMYTH_PRICES_FILE`` is not set, if it exists."""
 
 
 def load_price_table(path: Path | str | None = None) -> PriceTable:
@@ -39,9 +33,9 @@ def load_price_table(path: Path | str | None = None) -> PriceTable:
     Raises:
         ConfigurationError: The file named cannot be read, or is not a price table.
 
-    Added in 0.5.0.
+    Added in 0.5.0. Changed in 0.9.0: the default from ``ModelSettings``.
     """
-    named = path or os.environ.get(PRICES_FILE_ENV)
+    named = path or ModelSettings.load().prices_file
     file = Path(named) if named else DEFAULT_PRICES_FILE
     if not named and not file.exists():
         return PriceTable()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import temporalio.client
 import temporalio.worker
 from opentelemetry import trace
@@ -14,6 +12,7 @@ from temporalio.contrib.opentelemetry import TracingInterceptor
 
 from smyth_temporal._telemetry import set_span_sink
 from smyth_temporal.observability._workflow import AgentRunInterceptor, emit_span
+from smyth_temporal.settings import ObservabilitySettings
 
 __all__ = ["TRACER_NAME", "configure_tracing", "tracing_interceptors"]
 
@@ -72,7 +71,7 @@ def configure_tracing(
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         exporter = OTLPSpanExporter()
-    name = os.environ.get("OTEL_SERVICE_NAME") or service_name
+    name = ObservabilitySettings.load().otel_service_name or service_name
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     if set_global:

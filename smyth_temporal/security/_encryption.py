@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import os
 import zlib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -18,14 +17,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec, SerializationContext, WithSerializationContext
 
-from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
+from smyth_temporal.exceptions import PayloadDecryptionError
 from smyth_temporal.security._keys_encryption import EncryptionKey, KeyProvider, KeyRing
-from smyth_temporal.security._plaintext import (
-    ACCEPT_PLAINTEXT_ENV,
-    REFUSED_ENCODING,
-    accept_plaintext_from_env,
-    refused,
-)
+from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV, REFUSED_ENCODING, refused
+from smyth_temporal.settings import ENCRYPTION_COMPRESS_ENV, EncryptionSettings
 
 __all__ = ["ACCEPT_PLAINTEXT_ENV", "ENCODING", "ENCRYPTION_COMPRESS_ENV", "EncryptionCodec"]
 
@@ -38,11 +33,6 @@ ENCODING: Final = b"binary/smyth-encrypted"
 Added in 0.4.0.
 """
 
-ENCRYPTION_COMPRESS_ENV = "SMYTH_ENCRYPTION_COMPRESS"
-"""``on`` compresses payloads (zlib) before sealing them, when that makes them smaller.
-
-Added in 0.4.0.
-"""
 
 _CIPHER: Final = b"AES256-GCM"
 _META_CIPHER = "smyth-cipher"
@@ -150,17 +140,26 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
                 ``SMYTH_ENCRYPTION_COMPRESS`` or ``SMYTH_ACCEPT_PLAINTEXT`` is neither
                 on nor off.
         """
-        env = os.environ if environ is None else environ
-        keys = KeyRing.from_env(env)
+        if environ is None:
+            return cls.from_settings(EncryptionSettings.load())
+        return cls.from_settings(EncryptionSettings.from_environ(environ))
+
+    @classmethod
+    def from_settings(cls, settings: EncryptionSettings) -> EncryptionCodec | None:
+        """The codec ``settings`` configure, or ``None`` without a key.
+
+        Raises:
+            ConfigurationError: The keys are malformed, or the key file is unreadable.
+
+        Added in 0.9.0.
+        """
+        keys = KeyRing.from_settings(settings)
         if keys is None:
             return None
-        setting = env.get(ENCRYPTION_COMPRESS_ENV, "off").strip().lower()
-        if setting not in ("on", "off", "1", "0", "true", "false", ""):
-            raise ConfigurationError(f"{ENCRYPTION_COMPRESS_ENV} must be on or off")
         return cls(
             keys,
-            compress=setting in ("on", "1", "true"),
-            accept_plaintext=accept_plaintext_from_env(env),
+            compress=settings.encryption_compress,
+            accept_plaintext=settings.accept_plaintext,
         )
 
     @property

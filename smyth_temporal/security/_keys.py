@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from smyth_temporal._files import private_dir
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import KEYS_FILE_ENV, AccessSettings
 
 __all__ = [
     "KEYS_FILE_ENV",
@@ -34,9 +35,6 @@ __all__ = [
     "Role",
     "default_keys_path",
 ]
-
-KEYS_FILE_ENV = "SMYTH_KEYS_FILE"
-"""Names the key file; default: ``.smyth/keys.json`` under the current directory."""
 
 KEY_PREFIX = "smyth_"
 """Every key starts with this, so a leaked one is recognisable (secret scanners)."""
@@ -57,7 +55,7 @@ _ID_BYTES = 6
 
 def default_keys_path() -> Path:
     """``SMYTH_KEYS_FILE``, or ``.smyth/keys.json`` under the current directory."""
-    return Path(os.environ.get(KEYS_FILE_ENV) or Path(".smyth") / "keys.json")
+    return AccessSettings.load().keys_file
 
 
 def _digest(secret: str) -> str:

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from smyth_temporal._files import read_private_file
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import ENCRYPTION_KEY_FILE_ENV, ENCRYPTION_KEYS_ENV, EncryptionSettings
 
 __all__ = [
     "ENCRYPTION_KEYS_ENV",
@@ -22,18 +23,6 @@ __all__ = [
     "KeyRing",
     "new_key",
 ]
-
-ENCRYPTION_KEYS_ENV = "SMYTH_ENCRYPTION_KEYS"
-"""Comma-separated ``id:base64-of-32-bytes``; the first is the current key.
-
-Added in 0.4.0.
-"""
-
-ENCRYPTION_KEY_FILE_ENV = "SMYTH_ENCRYPTION_KEY_FILE"
-"""A file of ``id:base64`` lines (``#`` comments), first line current; owner-only.
-
-Added in 0.4.0.
-"""
 
 _KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 _KEY_BYTES = 32
@@ -142,20 +131,29 @@ class KeyRing:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KeyRing | None:
         """``SMYTH_ENCRYPTION_KEYS``, else ``SMYTH_ENCRYPTION_KEY_FILE``, else ``None``.
 
+        Args:
+            environ: Read this mapping instead of the environment and ``.env``.
+
         Raises:
             ConfigurationError: Both are set, or the one set is malformed.
         """
-        env = os.environ if environ is None else environ
-        inline = env.get(ENCRYPTION_KEYS_ENV, "").strip()
-        file = env.get(ENCRYPTION_KEY_FILE_ENV, "").strip()
-        if inline and file:
-            raise ConfigurationError(
-                f"set {ENCRYPTION_KEYS_ENV} or {ENCRYPTION_KEY_FILE_ENV}, not both"
-            )
-        if inline:
-            return cls.parse(inline)
-        if file:
-            return cls.from_file(file)
+        if environ is None:
+            return cls.from_settings(EncryptionSettings.load())
+        return cls.from_settings(EncryptionSettings.from_environ(environ))
+
+    @classmethod
+    def from_settings(cls, settings: EncryptionSettings) -> KeyRing | None:
+        """The keys ``settings`` name (inline or in a file), or ``None``.
+
+        Raises:
+            ConfigurationError: The keys are malformed, or the file is unreadable.
+
+        Added in 0.9.0.
+        """
+        if settings.encryption_keys is not None:
+            return cls.parse(settings.encryption_keys.get_secret_value())
+        if settings.encryption_key_file is not None:
+            return cls.from_file(settings.encryption_key_file)
         return None
 
 

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 from smyth_temporal._files import read_private_file
 from smyth_temporal._redaction import register_secret
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.settings import ALLOWED_SECRETS_ENV, SECRETS_FILE_ENV, SecretsSettings
 from smyth_temporal.types.secrets import SECRET_NAME_PATTERN, SecretRef
 
 __all__ = [
@@ -22,19 +23,6 @@ __all__ = [
     "SecretBackend",
     "Secrets",
 ]
-
-SECRETS_FILE_ENV = "SMYTH_SECRETS_FILE"
-"""A file of ``NAME=value`` lines (owner-only) that a worker reads secrets from first.
-
-Added in 0.4.0.
-"""
-
-ALLOWED_SECRETS_ENV = "SMYTH_ALLOWED_SECRETS"
-"""Comma-separated names a worker may hand out; unset: the names its tools, MCP servers
-and model providers declare.
-
-Added in 0.4.0.
-"""
 
 
 @runtime_checkable
@@ -64,6 +52,8 @@ class EnvSecrets:
 
     def get(self, name: str) -> str | None:
         """The variable ``name``, or ``None``."""
+        # The one read of the environment outside smyth_temporal.settings: a secret's
+        # name is chosen by a tool, not by smyth, so no settings model can list it.
         return (os.environ if self._environ is None else self._environ).get(name)
 
 
@@ -169,14 +159,29 @@ class Secrets:
         Raises:
             ConfigurationError: The secrets file is unreadable, open to others or malformed.
         """
-        env = os.environ if environ is None else environ
+        settings = (
+            SecretsSettings.load() if environ is None else SecretsSettings.from_environ(environ)
+        )
+        return cls.from_settings(settings, environ=environ)
+
+    @classmethod
+    def from_settings(
+        cls, settings: SecretsSettings, *, environ: Mapping[str, str] | None = None
+    ) -> Secrets:
+        """The secrets file of ``settings``, then ``environ`` (default: the environment).
+
+        Allowed ``settings.allowed_secrets`` (``None``: what the worker declares).
+
+        Raises:
+            ConfigurationError: The secrets file is unreadable, open to others or malformed.
+
+        Added in 0.9.0.
+        """
         backends: list[SecretBackend] = []
-        if env.get(SECRETS_FILE_ENV):
-            backends.append(FileSecrets(env[SECRETS_FILE_ENV]))
+        if settings.secrets_file is not None:
+            backends.append(FileSecrets(settings.secrets_file))
         backends.append(EnvSecrets(environ))
-        listed = env.get(ALLOWED_SECRETS_ENV)
-        allow = [n.strip() for n in listed.split(",") if n.strip()] if listed else None
-        return cls(backends, allow=allow)
+        return cls(backends, allow=settings.allowed_secrets)
 
     @property
     def allowed(self) -> frozenset[str] | None:

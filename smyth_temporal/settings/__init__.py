@@ -81,6 +81,7 @@ from smyth_temporal.settings._worker import (
     ModelSettings,
     ObservabilitySettings,
     WorkerSettings,
+    deployment_version,
 )
 
 __all__ = [
@@ -137,6 +138,7 @@ __all__ = [
     "Switch",
     "WorkerSettings",
     "current_environment",
+    "deployment_version",
     "environment_namespace",
     "payload_store_path",
 ]

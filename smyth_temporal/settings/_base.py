@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BeforeValidator, ValidationError
+from pydantic import BeforeValidator, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -180,6 +180,18 @@ class SmythSettings(BaseSettings):
             raise ConfigurationError(cls.problems(exc)) from None
 
     @classmethod
+    def based_on(cls, settings: SmythSettings, **overrides: Any) -> Self:
+        """These settings, with the values ``settings`` hold over the sources.
+
+        A worker's settings from a client's ``Settings``, say; ``overrides`` win over both.
+
+        Raises:
+            ConfigurationError: A setting is invalid; the message names its variable.
+        """
+        held = {name: getattr(settings, name) for name in settings.model_fields_set}
+        return cls.load(**{**held, **overrides})
+
+    @classmethod
     def from_environ(cls, environ: Mapping[str, str], **overrides: Any) -> Self:
         """Read the settings from ``environ`` alone (no process environment, no ``.env``).
 
@@ -192,6 +204,23 @@ class SmythSettings(BaseSettings):
         finally:
             _ENVIRON.reset(token)
 
+    def export(self, *fields: str) -> None:
+        """Set ``fields``' variables in the process environment to these settings' values.
+
+        For code that reads its settings itself, later (a model provider that the loaded
+        modules build resolves its key with ``Secrets.from_env()``), so that it sees
+        what a command's options said. A field without a value is left as it is.
+        """
+        for name in fields:
+            variable, value = self.variable(name), getattr(self, name)
+            if variable is None or value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            elif isinstance(value, tuple | list):
+                value = ",".join(map(str, value))
+            os.environ[variable] = str(value)
+
     @classmethod
     def problems(cls, error: ValidationError) -> str:
         """One line naming every invalid setting by its variable, never its value."""
@@ -199,7 +228,10 @@ class SmythSettings(BaseSettings):
         for problem in error.errors():
             loc = problem["loc"]
             name = str(loc[0]) if loc else ""
-            where = cls.variable(name) or name
+            variable = cls.variable(name)
+            # A value given as an argument (an option) is named by its field and variable;
+            # one read from the environment is reported under its variable already.
+            where = f"{name} ({variable})" if variable else name
             message = str(problem["msg"]).removeprefix("Value error, ")
             if not where:
                 lines.append(message)

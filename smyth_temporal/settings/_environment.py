@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 
@@ -40,15 +39,18 @@ def current_environment(environ: Mapping[str, str] | None = None) -> str | None:
     ``SMYTH_ENV``, else the ``temporal.toml`` profile named by ``TEMPORAL_PROFILE``
     (other than ``default``). An environment keeps everything apart: its own Temporal
     namespace (default ``smyth-<env>``), memory collections and payload-store directory.
-    Reads the process environment only (``EnvironmentSettings`` reads ``.env`` too).
+
+    Args:
+        environ: Read this mapping instead of the environment and ``.env``.
 
     Raises:
         ConfigurationError: The name is not 1-32 lowercase letters, digits or dashes.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.9.0: ``.env`` too (``EnvironmentSettings``).
     """
-    env = os.environ if environ is None else environ
-    return _resolve(env.get(ENVIRONMENT_ENV), env.get(PROFILE_ENV))
+    if environ is None:
+        return EnvironmentSettings.load().environment
+    return _resolve(environ.get(ENVIRONMENT_ENV), environ.get(PROFILE_ENV))
 
 
 def _resolve(name: str | None, profile: str | None) -> str | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, Field, SecretStr, model_validator
+from temporalio.common import WorkerDeploymentVersion
 
+from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.settings._base import SmythSettings, Switch
 from smyth_temporal.settings._connection import Settings
 from smyth_temporal.settings._environment import EnvironmentSettings
@@ -25,6 +27,7 @@ __all__ = [
     "ModelSettings",
     "ObservabilitySettings",
     "WorkerSettings",
+    "deployment_version",
 ]
 
 DEFAULT_MODEL_PROVIDER = "openai"
@@ -50,6 +53,36 @@ def _embedder(spec: str) -> str:
     if spec == "hash" or spec == "openai" or spec.startswith("openai:"):
         return spec
     raise ValueError(f"must be 'hash' or 'openai[:model]', not {spec!r}")
+
+
+def deployment_version(
+    deployment: str | None, build_id: str | None
+) -> WorkerDeploymentVersion | None:
+    """The version a worker serves as, from its deployment name and build id.
+
+    Args:
+        deployment: The Worker Deployment's name (``None``: no versioning).
+        build_id: The build's id within it (a git sha, a release tag).
+
+    Returns:
+        The version, or ``None`` when neither is given.
+
+    Raises:
+        ConfigurationError: Only one of them is given, or one is blank.
+
+    Added in 0.5.0. Changed in 0.9.0: here, where ``WorkerSettings`` checks it.
+    """
+    if deployment is None and build_id is None:
+        return None
+    if not deployment or not deployment.strip() or not build_id or not build_id.strip():
+        raise ConfigurationError(
+            "a versioned worker needs both a deployment name and a build id "
+            "(--deployment NAME --build-id ID)"
+        )
+    if "." in deployment:
+        # Temporal writes a version as NAME.BUILD_ID; a dot in the name is ambiguous.
+        raise ConfigurationError(f"the deployment name {deployment!r} must not contain '.'")
+    return WorkerDeploymentVersion(deployment_name=deployment.strip(), build_id=build_id.strip())
 
 
 class ModelSettings(SmythSettings):
@@ -132,3 +165,16 @@ class WorkerSettings(
     )
     """Runs kept in memory between steps (default: temporalio's, 1000;
     `--max-cached-workflows`)."""
+
+    @model_validator(mode="after")
+    def _one_version(self) -> WorkerSettings:
+        try:
+            deployment_version(self.deployment, self.build_id)
+        except ConfigurationError as exc:
+            raise ValueError(f"SMYTH_DEPLOYMENT and SMYTH_BUILD_ID: {exc}") from None
+        return self
+
+    @property
+    def version(self) -> WorkerDeploymentVersion | None:
+        """The Worker Deployment Version this worker serves as, or ``None``."""
+        return deployment_version(self.deployment, self.build_id)

@@ -152,7 +152,7 @@ async def test_invalid_address_is_a_configuration_error(smyth: Smyth) -> None:
     outcome = await smyth("state", "x", "--address", "no-port")
     assert outcome.code == 1
     assert outcome.error_lines == [
-        "smyth: error: invalid settings: address: Value error, expected host:port, got 'no-port'"
+        "smyth: error: address (TEMPORAL_ADDRESS): expected host:port, got 'no-port'"
     ]
 
 

@@ -201,7 +201,7 @@ def test_an_unsealed_payload_is_refused_unless_a_migration_accepts_plaintext() -
     from_env = EncryptionCodec.from_env
     assert not from_env(keys).accepts_plaintext  # type: ignore[union-attr]
     assert from_env({**keys, "SMYTH_ACCEPT_PLAINTEXT": "on"}).accepts_plaintext  # type: ignore[union-attr]
-    with pytest.raises(ConfigurationError, match="SMYTH_ACCEPT_PLAINTEXT must be on or off"):
+    with pytest.raises(ConfigurationError, match="SMYTH_ACCEPT_PLAINTEXT must be 'on' or 'off'"):
         from_env({**keys, "SMYTH_ACCEPT_PLAINTEXT": "maybe"})
 
 
