@@ -110,7 +110,8 @@ class AgentWorkflow:
     the ``interrupt`` update, and session messages through the ``send_message`` update
     and ``post_event`` signal.
 
-    Added in 0.1.0. Changed in 0.3.0: state lives in components.
+    Added in 0.1.0. Changed in 0.3.0: state lives in components. Changed in 0.9.0:
+    the components share one ``Run``; ``tools`` is asked once per turn.
     """
 
     config: ClassVar[AgentConfig]
@@ -275,7 +276,8 @@ class AgentWorkflow:
     def tools(self) -> list[Tool]:
         """The tools offered: ``config.tools``, built-ins, MCP tools (listed at the first think).
 
-        A sub-agent keeps only those its parent allowed (``AgentLimits.tools``).
+        A sub-agent keeps only those its parent allowed (``AgentLimits.tools``). Asked
+        once per model turn, by ``think``; that turn's calls use the same list.
         """
         local = [*self.config.tools, *self._memory.tools(), *self._delegation.tools()]
         return limited([*local, *self._mcp.tools(local)], self._run.started)
