@@ -81,7 +81,8 @@ def webhook_body(notice: ApprovalNotice, console_url: str | None) -> dict[str, A
         "delivery": notice.delivery_key,
         "workflow_id": notice.workflow_id,
         "agent": notice.agent,
-        "channel": notice.channel,
+        # Not "channel": legacy Slack webhooks read that as the channel to post in.
+        "notification_channel": notice.channel,
         "escalation": notice.escalation or None,
         "roles": notice.roles,
         "deadline": request.deadline.isoformat(),

@@ -347,3 +347,12 @@ def test_a_worker_names_the_channels_its_policies_need_and_it_lacks() -> None:
         assert notifications.missing([ApprovalPolicy(notify=("hook",))]) == []
     [warning] = [e for e in logs if e["event"] == "notify.channels_missing"]
     assert (warning["channels"], warning["have"]) == (["lead", "pager"], ["hook"])
+
+
+def test_the_webhook_body_leaves_slacks_own_fields_alone() -> None:
+    # Legacy Slack webhooks read these as where and as whom to post: a body that had
+    # them would post elsewhere, or be refused.
+    body = webhook_body(notice(), "https://agents.example.com/console")
+    slack_fields = {"channel", "username", "icon_emoji", "icon_url", "blocks", "attachments"}
+    assert slack_fields.isdisjoint(body)
+    assert body["notification_channel"] == "hook"
