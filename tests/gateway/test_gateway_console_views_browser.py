@@ -9,89 +9,42 @@ their ids and, for admins, Forget. Screenshots go to ``test-artifacts/``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient
-from smyth_temporal.gateway import create_app
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse
-from tests.helpers.browser_support import ARTIFACTS, requires_chromium
+from tests.helpers.browser_support import requires_chromium
 from tests.helpers.console_agents import Reporter
-from tests.helpers.gateway_support import (
-    FAST,
-    SERVED,
-    TENANT,
-    Keys,
-    Running,
-    gateway,
-    make_keys,
-    serving,
-    until,
+from tests.helpers.console_support import (
+    EC,
+    WAIT,
+    By,
+    Key,
+    WebDriver,
+    WebDriverWait,
+    card_of,
+    gateway_serving,
+    pending_request,
+    screenshot,
+    shown,
+    sign_in,
+    text_in,
 )
+from tests.helpers.gateway_support import TENANT, Keys, gateway, make_keys
 from tests.helpers.memory_agents import Researcher
 from tests.helpers.trader import Trader
 
-WAIT = 60.0
-"""Seconds any one thing may take to appear: generous, since nothing is timed."""
-
 pytestmark = requires_chromium
-
-webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys as Key  # noqa: E402
-from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
-from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
-from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Keys:
     return make_keys(tmp_path / "keys.json")
-
-
-def shown(driver: WebDriver, css: str) -> WebElement:
-    """The element ``css`` once it is visible."""
-    found: WebElement = WebDriverWait(driver, WAIT).until(
-        EC.visibility_of_element_located((By.CSS_SELECTOR, css))
-    )
-    return found
-
-
-def text_in(driver: WebDriver, css: str, text: str) -> None:
-    WebDriverWait(driver, WAIT).until(
-        EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
-    )
-
-
-def sign_in(driver: WebDriver, url: str, key: str) -> None:
-    """Sign in with ``key`` (whoever was signed in before, in this tab, signed out)."""
-    driver.get(f"{url}/console/")
-    driver.execute_script("sessionStorage.clear()")
-    driver.refresh()
-    shown(driver, "#key").send_keys(key + Key.ENTER)
-    shown(driver, "#identity")
-
-
-def screenshot(driver: WebDriver, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    driver.save_screenshot(str(ARTIFACTS / f"console-{name}.png"))
-
-
-def card_of(driver: WebDriver, workflow_id: str) -> WebElement:
-    """The inbox card of ``workflow_id``'s request (other tests' requests may be listed)."""
-    link = shown(driver, f'#view article[data-request] a[href="#/runs/{workflow_id}"]')
-    card: WebElement = link.find_element(By.XPATH, "ancestor::article")
-    return card
 
 
 # ---- 1, 2: the header ------------------------------------------------------------------
@@ -129,27 +82,14 @@ async def test_the_menu_shows_only_once_signed_in_and_names_tenant_role_and_key(
 # ---- 3, 4: what a viewer may do, and a decided request ----------------------------------
 
 
-async def pending_request(running: Running, keys: Keys, workflow_id: str) -> dict[str, Any]:
-    """``workflow_id``'s pending request, once listed (other tests' may be listed too)."""
-    found: list[dict[str, Any]] = []
-
-    async def listed() -> bool:
-        answer = await running.http.get("/v1/approvals", headers=keys.headers("viewer"))
-        found[:] = [
-            p["request"] for p in answer.json()["approvals"] if p["workflow_id"] == workflow_id
-        ]
-        return bool(found)
-
-    await until(listed, f"{workflow_id}'s approval request listed")
-    return found[0]
-
-
 def a_viewer_cannot_decide(driver: WebDriver, url: str, key: str, workflow_id: str) -> None:
     sign_in(driver, url, key)
     card = card_of(driver, workflow_id)
     approve = card.find_element(By.CSS_SELECTOR, "form.decide .approve")
     assert not approve.is_enabled()
-    assert not card.find_element(By.CSS_SELECTOR, "input[name=comment]").is_enabled()
+    assert not card.find_element(By.CSS_SELECTOR, "input[name=comment]").is_displayed()
+    assert not driver.find_elements(By.CSS_SELECTOR, ".bulk, input.pick")  # no bulk decisions
+    assert "null" not in driver.find_element(By.ID, "view").text
     hint = card.find_element(By.CSS_SELECTOR, ".not-allowed").text
     assert hint == f"Your key {TENANT}-viewer has role viewer, which may not decide approvals."
     screenshot(driver, "viewer-inbox")
@@ -251,20 +191,6 @@ def reading_the_filings() -> ScriptedModel:
     return ScriptedModel([*steps, reply(REPORT)])
 
 
-@contextlib.asynccontextmanager
-async def gateway_with_reporter(
-    client: Client, task_queue: str, keys: Keys
-) -> AsyncIterator[Running]:
-    app = create_app(
-        AgentClient(client, task_queue=task_queue),
-        [*SERVED, Reporter],
-        keys=keys.store,
-        options=FAST,
-    )
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
-        yield Running(app, url, http)
-
-
 def the_run_view_is_compact(driver: WebDriver, url: str, key: str, workflow_id: str) -> None:
     sign_in(driver, url, key)
     driver.get(f"{url}/console/#/runs/{workflow_id}")
@@ -301,7 +227,7 @@ async def test_a_seven_step_run_view_stays_under_two_screens_with_results_on_cli
 ) -> None:
     async with (
         agent_worker(client, Reporter, model=reading_the_filings(), task_queue=task_queue),
-        gateway_with_reporter(client, task_queue, keys) as running,
+        gateway_serving(client, task_queue, keys, Reporter) as running,
     ):
         started = await running.http.post(
             "/v1/agents/Reporter/runs",
@@ -337,6 +263,7 @@ def memories_on_open(driver: WebDriver, url: str, key: str, ids: dict[str, str])
         assert card.find_element(By.CSS_SELECTOR, ".text").text == text
         assert card.find_element(By.CSS_SELECTOR, ".memory-id").text == memory_id
     screenshot(driver, "memory-recent")
+    assert "null" not in driver.find_element(By.ID, "view").text  # an admin gets no hint
     forgotten = shown(driver, f'.memories [data-memory="{ids[FACTS[0]]}"]')
     forgotten.find_element(By.CSS_SELECTOR, "button.forget").click()
     assert "Forget this memory for good?" in forgotten.text

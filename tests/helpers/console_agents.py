@@ -1,17 +1,24 @@
-"""``Reporter``: an agent whose tools answer at length, for the console's run view tests.
+"""Agents for the console's browser tests.
 
-A real research run reads filings and pages: each tool result is dozens of lines. The
-run view must stay a compact timeline however long they are.
+``Reporter``: its tool answers at length, as a real research run's do (filings, pages);
+the run view must stay a compact timeline however long they are. ``Janitor``: its first
+tool's request expires after ``PURGE_DEADLINE`` while its second keeps the run waiting.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from temporalio import workflow
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, ApprovalPolicy, tool
+from tests.helpers.trading import record, sell
 
 FILING_LINES = 40
 """Lines in each filing ``read_filing`` returns."""
+
+PURGE_DEADLINE = timedelta(seconds=15)
+"""How long a request to purge a cache waits; long enough for a person to select it."""
 
 
 @tool
@@ -28,6 +35,20 @@ async def read_filing(symbol: str, section: str) -> str:
     )
 
 
+@tool(
+    effect="side_effect",
+    requires_approval=ApprovalPolicy(deadline=PURGE_DEADLINE, on_timeout="reject"),
+)
+async def purge_cache(service: str) -> str:
+    """Purge a service's cache (rejected if nobody approves within 15 s).
+
+    Args:
+        service: The service.
+    """
+    record("purge_cache", service=service)
+    return f"purged {service}"
+
+
 @workflow.defn
 class Reporter(AgentWorkflow):
     config = AgentConfig(
@@ -36,6 +57,15 @@ class Reporter(AgentWorkflow):
         tools=[read_filing],
         max_steps=10,
     )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Janitor(AgentWorkflow):
+    config = AgentConfig(model="test-model", tools=[purge_cache, sell], max_steps=4)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

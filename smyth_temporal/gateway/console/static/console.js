@@ -187,6 +187,11 @@ function view() {
   return document.getElementById("view");
 }
 
+/** Add `parts` to the view, leaving out nulls (append would write them as "null"). */
+function show(...parts) {
+  view().append(...parts.filter((part) => part !== null && part !== undefined));
+}
+
 // ---- who is signed in ----------------------------------------------------------------
 
 /** The signed-in key, from GET whoami: {name, tenant, role, permissions}; null before. */
@@ -228,6 +233,12 @@ function approvalCard(workflowId, agent, request, card = h("article", { class: "
   card.dataset.request = request.id;
   card.dataset.status = request.status;
   card.setAttribute("aria-label", "Approval: " + request.tool);
+  // In the inbox (data-selectable), a request the key may decide can join a bulk decision.
+  const picked = card.querySelector("input.pick");
+  const pick = "selectable" in card.dataset && request.status === "pending" && decideRefusal(request) === null
+    ? h("input", { type: "checkbox", class: "pick", "aria-label": "Select " + request.tool + " in " + workflowId,
+      checked: picked !== null && picked.checked })
+    : null;
   const decidedHere = (outcome) => {
     approvalCard(workflowId, agent, outcome, card);
     const result = card.querySelector(".outcome, .quorum");
@@ -235,7 +246,7 @@ function approvalCard(workflowId, agent, request, card = h("article", { class: "
   };
   // A missing part (no reason, no quorum) is left out: replaceChildren would write "null".
   card.replaceChildren(...[
-    h("h3", {}, request.tool),
+    h("h3", {}, pick, request.tool),
     h("p", { class: "meta" }, agent ? agent + " · " : "", runLink(workflowId)),
     argumentsList,
     request.reason ? h("blockquote", { class: "reason" }, request.reason) : null,
@@ -312,9 +323,11 @@ function decisionForm(workflowId, request, onDecided) {
   const refusal = decideRefusal(request);
   const allowed = refusal === null;
   const controls = h("fieldset", { class: "controls", disabled: !allowed },
-    h("label", { for: comment.id }, "Comment"), comment,
-    h("details", {}, h("summary", {}, "Edit arguments"),
-      h("label", { for: edited.id }, "Arguments (JSON)"), edited),
+    // Nothing to type for a key that may not decide: only the buttons, disabled, and why.
+    h("div", { class: "inputs", hidden: !allowed },
+      h("label", { for: comment.id }, "Comment"), comment,
+      h("details", {}, h("summary", {}, "Edit arguments"),
+        h("label", { for: edited.id }, "Arguments (JSON)"), edited)),
     h("div", { class: "actions" },
       h("button", { type: "submit", value: "approve", class: "approve" }, "Approve"),
       h("button", { type: "submit", value: "reject", class: "reject" }, "Reject")));
@@ -365,31 +378,96 @@ function poll(load, status, signal) {
   signal.addEventListener("abort", () => clearInterval(timer), { once: true });
 }
 
+/** The inbox: every pending request of the tenant; several can be decided at once. */
 function approvalsView(signal) {
   const list = h("div", { class: "cards" });
   const status = h("p", { class: "status", role: "status" });
   const empty = h("p", { class: "empty", hidden: true }, "Nothing waits for a decision.");
-  view().append(h("h2", {}, "Approvals"), status, empty, list);
+  const requests = new Map(); // data-key -> {workflowId, agent, request}, as last listed
+  const bulk = bulkBar(list, requests);
+  show(h("h2", {}, "Approvals"), status, may("approve") ? bulk.bar : null, empty, list);
   poll(async () => {
     const { approvals } = await call("approvals", { signal });
     const wanted = new Set(approvals.map((p) => p.workflow_id + "/" + p.request.id));
     for (const card of list.querySelectorAll("[data-key]")) {
-      const answered = card.querySelector(".outcome");
-      if (!wanted.has(card.dataset.key) && !answered) card.remove();
+      // Decided or refused here: the answer stays in view.
+      if (wanted.has(card.dataset.key) || card.querySelector(".outcome, .bulk-error")) continue;
+      // Gone from the list (decided elsewhere, expired). A selected card stays, so a bulk
+      // decision never covers fewer requests than the person chose: it is answered there.
+      if (!card.querySelector("input.pick:checked")) card.remove();
+      else if (!card.querySelector(".gone")) {
+        card.append(h("p", { class: "hint gone" }, "No longer listed as waiting: decided elsewhere or expired."));
+      }
     }
     for (const pending of approvals) {
       const key = pending.workflow_id + "/" + pending.request.id;
+      requests.set(key, { workflowId: pending.workflow_id, agent: pending.agent, request: pending.request });
       const votes = String((pending.request.votes || []).length);
       const shown = list.querySelector('[data-key="' + CSS.escape(key) + '"]');
       if (shown && shown.dataset.votes === votes) continue;
       // New, or someone's vote counted since (quorum progress): drawn (again).
-      const card = approvalCard(pending.workflow_id, pending.agent, pending.request, shown || undefined);
-      card.dataset.key = key;
+      const card = shown || h("article", { class: "card approval", "data-key": key, "data-selectable": "" });
+      approvalCard(pending.workflow_id, pending.agent, pending.request, card);
       card.dataset.votes = votes;
       if (!shown) list.append(card);
     }
     empty.hidden = list.childElementCount > 0;
+    bulk.update();
   }, status, signal);
+}
+
+/**
+ * The inbox's bulk bar: select all, and approve or reject every selected request in one
+ * call (POST approvals/decisions), each pinned to the hash of the arguments its card
+ * shows. Each answer lands on its own card: a refused one (expired, settled by its
+ * quorum) says why there, and changes nothing else.
+ */
+function bulkBar(list, requests) {
+  const count = h("span", { class: "count" }, "0 selected");
+  const all = h("input", { type: "checkbox", id: "pick-all", class: "pick-all" });
+  const approve = h("button", { type: "button", class: "approve", disabled: true }, "Approve selected");
+  const reject = h("button", { type: "button", class: "reject", disabled: true }, "Reject selected");
+  const error = h("p", { class: "error", role: "alert" });
+  const bar = h("div", { class: "bulk", role: "group", "aria-label": "Decide the selected requests" },
+    h("label", { for: all.id, class: "pick-all-label" }, all, "Select all"), count, approve, reject, error);
+  const picks = () => [...list.querySelectorAll("input.pick")];
+  const update = () => {
+    const chosen = picks().filter((box) => box.checked).length;
+    count.textContent = chosen + " selected";
+    approve.disabled = reject.disabled = chosen === 0;
+    all.checked = chosen > 0 && chosen === picks().length;
+  };
+  all.addEventListener("change", () => { for (const box of picks()) box.checked = all.checked; update(); });
+  list.addEventListener("change", (event) => { if (event.target.matches("input.pick")) update(); });
+  const decideAll = async (approved) => {
+    const cards = picks().filter((box) => box.checked).map((box) => box.closest("article"));
+    const decisions = cards.map((card) => {
+      const { workflowId, request } = requests.get(card.dataset.key);
+      return { workflow_id: workflowId, request_id: request.id, approved, arguments_sha256: request.arguments_sha256 };
+    });
+    approve.disabled = reject.disabled = true;
+    error.textContent = "";
+    try {
+      const { results } = await call("approvals/decisions", { method: "POST", body: { decisions } });
+      results.forEach((result, index) => {
+        const card = cards[index];
+        const { workflowId, agent } = requests.get(card.dataset.key);
+        if (result.outcome) {
+          approvalCard(workflowId, agent, result.outcome.request, card);
+        } else {
+          const problem = card.querySelector(".bulk-error") || card.appendChild(h("p", { class: "error bulk-error", role: "alert" }));
+          problem.textContent = result.problem ? result.problem.detail : "refused (" + result.status + ")";
+          card.querySelector("input.pick").checked = false; // answered: out of the next bulk action
+        }
+      });
+    } catch (failed) {
+      error.textContent = failed.message;
+    }
+    update();
+  };
+  approve.addEventListener("click", () => decideAll(true));
+  reject.addEventListener("click", () => decideAll(false));
+  return { bar, update };
 }
 
 function runsView(signal) {
@@ -569,7 +647,7 @@ function memoryView(signal) {
     }
   };
   form.addEventListener("submit", (event) => { event.preventDefault(); load(); });
-  view().append(h("h2", {}, "Memory"), form,
+  show(h("h2", {}, "Memory"), form,
     may("admin") ? null : h("p", { class: "hint not-allowed" }, notAllowed("forget memories")),
     status, heading, results);
   load();
