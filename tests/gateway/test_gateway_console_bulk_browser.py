@@ -19,7 +19,7 @@ from smyth_temporal.testing import ScriptedAgents, ScriptedModel, agent_worker, 
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelResponse
 from tests.helpers.browser_support import requires_chromium
-from tests.helpers.console_agents import Janitor
+from tests.helpers.console_agents import Clerk, Janitor
 from tests.helpers.console_support import (
     WAIT,
     By,
@@ -36,7 +36,6 @@ from tests.helpers.console_support import (
     text_in,
 )
 from tests.helpers.gateway_support import TENANT, Keys, make_keys, until
-from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 from tests.helpers.trading import read_ledger
 
@@ -105,17 +104,15 @@ async def test_the_inbox_approves_two_requests_in_one_action_and_shows_quorum_pr
 ) -> None:
     model = ScriptedAgents(
         Trader=ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply("Sold.")]),
-        Treasurer=ScriptedModel([tool_call("pay", amount=20_000, to="supplier"), reply("Paid.")]),
+        Clerk=ScriptedModel([tool_call("pay_supplier", amount=20_000, to="acme"), reply("Paid.")]),
     )
     async with (
-        agent_worker(client, Trader, Treasurer, model=model, task_queue=task_queue),
-        gateway_serving(client, task_queue, keys, Treasurer) as running,
+        agent_worker(client, Trader, Clerk, model=model, task_queue=task_queue),
+        gateway_serving(client, task_queue, keys, Clerk) as running,
     ):
         http, operator = running.http, keys.headers("operator")
         sold = await http.post("/v1/agents/Trader/runs", json={"prompt": "Sell"}, headers=operator)
-        paid = await http.post(
-            "/v1/agents/Treasurer/runs", json={"prompt": "Pay"}, headers=operator
-        )
+        paid = await http.post("/v1/agents/Clerk/runs", json={"prompt": "Pay"}, headers=operator)
         runs = [answer.json()["workflow_id"] for answer in (sold, paid)]
         for workflow_id in runs:
             await pending_request(running, keys, workflow_id)
@@ -131,7 +128,7 @@ async def test_the_inbox_approves_two_requests_in_one_action_and_shows_quorum_pr
             await http.get(f"/v1/runs/{run}/result", headers=keys.headers("viewer")) for run in runs
         ]
     assert [result.json()["output"] for result in results] == ["Sold.", "Paid."]
-    assert sorted(entry["tool"] for entry in read_ledger(ledger)) == ["pay", "sell"]
+    assert sorted(entry["tool"] for entry in read_ledger(ledger)) == ["pay_supplier", "sell"]
 
 
 # ---- an expired request in a bulk decision ----------------------------------------------

@@ -3,6 +3,7 @@
 ``Reporter``: its tool answers at length, as a real research run's do (filings, pages);
 the run view must stay a compact timeline however long they are. ``Janitor``: its first
 tool's request expires after ``PURGE_DEADLINE`` while its second keeps the run waiting.
+``Clerk``: its payments need two approvers.
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ async def purge_cache(service: str) -> str:
     return f"purged {service}"
 
 
+@tool(
+    effect="side_effect",
+    requires_approval=ApprovalPolicy(roles=("approver", "admin"), quorum=2),
+)
+async def pay_supplier(amount: int, to: str) -> str:
+    """Pay a supplier (two approvers).
+
+    Args:
+        amount: How much.
+        to: Which supplier.
+    """
+    record("pay_supplier", amount=amount, to=to)
+    return f"paid {amount} to {to}"
+
+
 @workflow.defn
 class Reporter(AgentWorkflow):
     config = AgentConfig(
@@ -66,6 +82,15 @@ class Reporter(AgentWorkflow):
 @workflow.defn
 class Janitor(AgentWorkflow):
     config = AgentConfig(model="test-model", tools=[purge_cache, sell], max_steps=4)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Clerk(AgentWorkflow):
+    config = AgentConfig(model="test-model", tools=[pay_supplier], max_steps=4)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
