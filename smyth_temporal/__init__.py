@@ -52,8 +52,7 @@ from smyth_temporal.exceptions import (
     UnknownAgentError,
     UserError,
 )
-from smyth_temporal.tools import Tool, ToolContext, ToolExecutor, tool, tool_context
-from smyth_temporal.tools._policy import ApprovalPolicy
+from smyth_temporal.tools import ApprovalPolicy, Tool, ToolContext, ToolExecutor, tool, tool_context
 from smyth_temporal.types import (
     AgentCheckpoint,
     AgentEvent,

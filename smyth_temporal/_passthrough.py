@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from smyth_temporal.agent.workflow import AgentWorkflow
-    from smyth_temporal.tools._tool import Tool
+    from smyth_temporal.tools import Tool
 
 __all__ = ["shared_modules"]
 

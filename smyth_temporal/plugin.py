@@ -33,21 +33,17 @@ from smyth_temporal.agent.live import LiveChannel
 from smyth_temporal.agent.memory_admin import MemoryAdmin
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.exceptions import ConfigurationError, RunError, UserError
-from smyth_temporal.memory._defaults import default_memory
-from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.models._pricing import load_price_table
-from smyth_temporal.models._provider import ModelProvider, ModelRouter
-from smyth_temporal.security._keys_encryption import KeyRing
-from smyth_temporal.security._plaintext import SealedPayloadConverter
-from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.memory import MemoryManager, default_memory
+from smyth_temporal.models import ModelProvider, ModelRouter, load_price_table
+from smyth_temporal.security import KeyRing, SealedPayloadConverter, Secrets
 from smyth_temporal.settings import (
     ObservabilitySettings,
     Settings,
     WorkerSettings,
     current_environment,
 )
-from smyth_temporal.storage._defaults import default_payload_storage, with_chunk_codec
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.storage import default_payload_storage, with_chunk_codec
+from smyth_temporal.tools import Tool
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
 
@@ -509,7 +505,7 @@ class SmythPlugin(SimplePlugin):
 
     def _provider(self) -> ModelProvider:
         if self._model is None:
-            from smyth_temporal.models._openai import OpenAIProvider
+            from smyth_temporal.models import OpenAIProvider
 
             endpoint = self.worker_settings()
             key = endpoint.openai_api_key
@@ -529,7 +525,7 @@ def _default_codec(settings: Settings | None) -> PayloadCodec | None:
     keys = KeyRing.from_env() if settings is None else KeyRing.from_settings(settings)
     if keys is None:
         return None
-    from smyth_temporal.security._encryption import EncryptionCodec
+    from smyth_temporal.security import EncryptionCodec
 
     return (
         EncryptionCodec.from_env() if settings is None else EncryptionCodec.from_settings(settings)

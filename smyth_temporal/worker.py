@@ -39,14 +39,13 @@ from temporalio.worker import Worker
 from smyth_temporal._names import workflow_type_name
 from smyth_temporal._prometheus import prometheus_runtime
 from smyth_temporal.agent.workflow import AgentWorkflow
-from smyth_temporal.clients._base import connect_client, pollers
-from smyth_temporal.clients._deployment import deployment_config
+from smyth_temporal.clients import connect_client, deployment_config, pollers
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
-from smyth_temporal.mcp._servers import MCPServerConfig
-from smyth_temporal.models._provider import ModelProvider, ModelRouter
+from smyth_temporal.mcp import MCPServerConfig
+from smyth_temporal.models import ModelProvider, ModelRouter
 from smyth_temporal.notifications import Notifications
 from smyth_temporal.plugin import SmythPlugin
-from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.security import Secrets
 from smyth_temporal.settings import (
     DEFAULT_MODEL_PROVIDER,
     MODEL_PROVIDER_ENV,
@@ -162,7 +161,7 @@ def load_model_provider(spec: str, *, settings: ModelSettings | None = None) -> 
     """
     spec = spec.strip()
     if spec == DEFAULT_MODEL_PROVIDER:
-        from smyth_temporal.models._openai import OpenAIProvider
+        from smyth_temporal.models import OpenAIProvider
 
         endpoint = settings if settings is not None else ModelSettings.load()
         key = endpoint.openai_api_key

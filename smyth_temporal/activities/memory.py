@@ -8,7 +8,7 @@ from typing import Any
 from temporalio import activity
 
 from smyth_temporal.exceptions import MemoryNotFoundError, application_error
-from smyth_temporal.memory._manager import MemoryManager
+from smyth_temporal.memory import MemoryManager
 from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_LIST,

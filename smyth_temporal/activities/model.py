@@ -14,7 +14,7 @@ from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities._stream import streaming_deltas
 from smyth_temporal.activities._telemetry import model_called
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
-from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider
+from smyth_temporal.models import ModelProvider, StreamingModelProvider
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
 

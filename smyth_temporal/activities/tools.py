@@ -26,9 +26,8 @@ from smyth_temporal.exceptions import (
     ToolDefinitionError,
     application_error,
 )
-from smyth_temporal.security._secrets import Secrets
-from smyth_temporal.tools._context import ToolContext, _current
-from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool
+from smyth_temporal.security import Secrets
+from smyth_temporal.tools import ACTIVITY_EXECUTOR, Tool, ToolContext, serving_tool_call
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
 __all__ = ["render_output", "tool_activities"]
@@ -93,12 +92,12 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
             raise application_error(
                 ToolArgumentsError(f"arguments no longer fit tool '{spec.name}': {exc}")
             ) from exc
-        token = _current.set(context)
         started, status = time.monotonic(), "error"
         try:
-            async with auto_heartbeat():
-                # A plain ``def`` tool runs in a thread: the loop goes on heartbeating.
-                value = await spec(**kwargs)
+            with serving_tool_call(context):
+                async with auto_heartbeat():
+                    # A plain ``def`` tool runs in a thread: the loop goes on heartbeating.
+                    value = await spec(**kwargs)
             status = "ok"
         except ApplicationError as exc:
             raise _masked(exc) from None
@@ -113,7 +112,6 @@ def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], A
                 non_retryable=spec.effect == "side_effect",
             ) from None
         finally:
-            _current.reset(token)
             elapsed = timedelta(seconds=time.monotonic() - started)
             tool_called(invocation, effect=spec.effect, elapsed=elapsed, outcome=status)
         outcome = render_output(value, spec.max_output_chars)

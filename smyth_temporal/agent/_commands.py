@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import Priority, RetryPolicy
 
 from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools import Tool
 from smyth_temporal.types.mcp import (
     MCPCallOutcome,
     MCPCallRequest,

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from temporalio import workflow
 
-from smyth_temporal.tools._policy import ApprovalPolicy
+from smyth_temporal.tools import ApprovalPolicy
 from smyth_temporal.types.approvals import ApprovalDecision, ApprovalRequest, ApprovalRule
 from smyth_temporal.types.quorum import Quorum, QuorumOutcome
 from smyth_temporal.types.tools import OnTimeout

@@ -25,7 +25,7 @@ from smyth_temporal.exceptions import (
     InvalidDecisionError,
     ToolArgumentsError,
 )
-from smyth_temporal.tools._tool import ARGUMENT_BOUNDS_PATCH, Tool
+from smyth_temporal.tools import ARGUMENT_BOUNDS_PATCH, Tool
 from smyth_temporal.types.approvals import (
     ApprovalDecision,
     ApprovalRequest,

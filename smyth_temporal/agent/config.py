@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 from smyth_temporal.agent.output import OutputType
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError, UserError
-from smyth_temporal.tools._tool import DEFAULT_TOOL_TIMEOUT, ApprovalPolicy, Tool
+from smyth_temporal.tools import DEFAULT_TOOL_TIMEOUT, ApprovalPolicy, Tool
 from smyth_temporal.types.sessions import WhileBusy
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 

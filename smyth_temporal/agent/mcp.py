@@ -31,9 +31,14 @@ from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.tooling import ToolRunner, failed
 from smyth_temporal.exceptions import MCPServerError, ToolCallError
-from smyth_temporal.tools import MCPTool, Tool
-from smyth_temporal.tools._mcp import MCP_EXECUTOR, effect_from_annotations, is_destructive
-from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
+from smyth_temporal.tools import (
+    DEFAULT_TOOL_HEARTBEAT_TIMEOUT,
+    MCP_EXECUTOR,
+    MCPTool,
+    Tool,
+    effect_from_annotations,
+    is_destructive,
+)
 from smyth_temporal.types.mcp import MCPCallRequest, MCPListRequest, MCPToolInfo, MCPToolList
 from smyth_temporal.types.messages import ToolCall
 

@@ -35,9 +35,13 @@ from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
 from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
-from smyth_temporal.tools import ACTIVITY_EXECUTOR, Tool, ToolExecutor
-from smyth_temporal.tools._mcp import MCP_EXECUTOR
-from smyth_temporal.tools._tool import ARGUMENT_BOUNDS_PATCH
+from smyth_temporal.tools import (
+    ACTIVITY_EXECUTOR,
+    ARGUMENT_BOUNDS_PATCH,
+    MCP_EXECUTOR,
+    Tool,
+    ToolExecutor,
+)
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.events import ToolCallFinished, ToolCallScheduled

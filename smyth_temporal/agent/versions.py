@@ -17,7 +17,7 @@ from typing import Any
 
 from temporalio import workflow
 
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools import Tool
 from smyth_temporal.types.versions import VERSIONS_KEPT, StepVersions
 
 __all__ = ["record_versions", "short_hash", "step_versions"]

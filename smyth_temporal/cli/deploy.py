@@ -28,8 +28,7 @@ from smyth_temporal.cli._common import (
     status,
 )
 from smyth_temporal.cli.schedules import parse_duration
-from smyth_temporal.clients._base import connect_client
-from smyth_temporal.clients._verify import VerifyReport, verify_deploy
+from smyth_temporal.clients import VerifyReport, connect_client, verify_deploy
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.worker import load_agents
 

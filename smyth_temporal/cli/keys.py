@@ -16,7 +16,7 @@ import typer
 
 from smyth_temporal.cli._common import non_empty, status
 from smyth_temporal.cli._output import table
-from smyth_temporal.security._keys import ApiKey, KeyStore
+from smyth_temporal.security import ApiKey, KeyStore
 
 __all__ = ["app"]
 

@@ -14,8 +14,7 @@ from typing import Annotated, Literal
 import typer
 
 from smyth_temporal.cli._common import CommonOptions, command, print_json, run
-from smyth_temporal.clients import AgentClient
-from smyth_temporal.clients._limits import DEFAULT, ModelLimits
+from smyth_temporal.clients import DEFAULT, AgentClient, ModelLimits
 
 __all__ = ["app"]
 

@@ -7,10 +7,9 @@ from typing import Annotated
 import typer
 
 from smyth_temporal.cli._common import CommonOptions, agent_type, choice, command, port, run, status
-from smyth_temporal.clients import AgentClient
-from smyth_temporal.clients._identity import API_KEY_ENV
+from smyth_temporal.clients import API_KEY_ENV, AgentClient
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.security import KeyStore
 from smyth_temporal.settings import AccessSettings
 
 __all__ = ["app"]

@@ -13,8 +13,7 @@ from typing import Annotated
 import typer
 
 from smyth_temporal.cli._common import CommonOptions, agent_type, command, non_empty, run, status
-from smyth_temporal.clients import AgentClient
-from smyth_temporal.clients._pause import Paused
+from smyth_temporal.clients import AgentClient, Paused
 
 __all__ = ["app"]
 

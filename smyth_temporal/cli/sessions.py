@@ -33,8 +33,7 @@ from smyth_temporal.cli._common import (
 )
 from smyth_temporal.cli._live import LiveText, stdout_console
 from smyth_temporal.cli._output import format_usage, one_line
-from smyth_temporal.clients import AgentClient
-from smyth_temporal.clients._base import PICKUP_TIMEOUT
+from smyth_temporal.clients import PICKUP_TIMEOUT, AgentClient
 from smyth_temporal.exceptions import AgentNotFoundError, ClientError, InvalidMessageError
 from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id

@@ -13,13 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from smyth_temporal.cli._common import CommonOptions, command, run, status
 from smyth_temporal.cli.schedules import parse_duration
-from smyth_temporal.clients._base import connect_client
-from smyth_temporal.clients._references import namespaces_to_scan, referenced_digests
+from smyth_temporal.clients import connect_client, namespaces_to_scan, referenced_digests
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.storage import ContentAddressedFileDriver, default_payload_storage
-from smyth_temporal.storage._gc import mark_and_sweep, store_stats
-from smyth_temporal.storage._mark import read_mark, store_clock
-from smyth_temporal.storage._namespaces import recorded_namespaces
+from smyth_temporal.storage import (
+    ContentAddressedFileDriver,
+    default_payload_storage,
+    mark_and_sweep,
+    read_mark,
+    recorded_namespaces,
+    store_clock,
+    store_stats,
+)
 
 __all__ = ["DEFAULT_GRACE", "MIN_AGE", "app"]
 

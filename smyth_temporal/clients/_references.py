@@ -18,8 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from smyth_temporal._payloads import payloads_in
 from smyth_temporal.clients._visibility import executions as list_executions
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.storage import DRIVER_NAME
-from smyth_temporal.storage._claims import stored_digests
+from smyth_temporal.storage import DRIVER_NAME, stored_digests
 
 __all__ = ["namespaces_to_scan", "referenced_digests"]
 

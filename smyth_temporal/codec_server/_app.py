@@ -28,7 +28,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 
 from smyth_temporal.codec_server._decode import PayloadTranslator
 from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
-from smyth_temporal.gateway._limits import BodyLimit
+from smyth_temporal.gateway import BodyLimit
 
 __all__ = ["MAX_BODY_BYTES", "REFUSED_TEXT", "create_codec_app"]
 

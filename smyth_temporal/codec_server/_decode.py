@@ -13,8 +13,8 @@ from temporalio.converter import (
     WorkflowSerializationContext,
 )
 
-from smyth_temporal.security._encryption import EncryptionCodec
-from smyth_temporal.storage._defaults import with_chunk_codec
+from smyth_temporal.security import EncryptionCodec
+from smyth_temporal.storage import with_chunk_codec
 
 __all__ = ["PayloadTranslator"]
 

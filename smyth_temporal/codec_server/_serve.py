@@ -10,8 +10,8 @@ import uvicorn
 from smyth_temporal.codec_server._app import create_codec_app
 from smyth_temporal.codec_server._decode import PayloadTranslator
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.gateway._serve import AnnouncingServer
-from smyth_temporal.security._encryption import EncryptionCodec
+from smyth_temporal.gateway import AnnouncingServer
+from smyth_temporal.security import EncryptionCodec
 from smyth_temporal.settings import CODEC_TOKEN_ENV, CodecServerSettings
 from smyth_temporal.storage import default_payload_storage
 

@@ -14,7 +14,8 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
   ``_auth`` (the FastAPI dependencies);
 - plumbing: ``_gateway`` (what routes share, tenancy checks), ``_problems`` (errors as
   RFC 9457 problem details), ``_sse`` (Server-Sent Events), ``_limits`` (body size),
-  ``_models`` (request and response bodies).
+  ``_models`` (request and response bodies); ``BodyLimit`` and ``AnnouncingServer``
+  (uvicorn, saying where it listens) serve the codec server too.
 
 It needs the ``server`` extra (FastAPI and uvicorn): importing it without them fails
 with the command that installs them.
@@ -32,14 +33,16 @@ except ImportError as exc:
 
 from smyth_temporal.gateway._app import create_app
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
+from smyth_temporal.gateway._limits import BodyLimit
 from smyth_temporal.gateway._problems import Problem
-from smyth_temporal.gateway._serve import DEV_HOST, require_keys, serve
-from smyth_temporal.security._identity import Permission, Principal
-from smyth_temporal.security._keys import (
+from smyth_temporal.gateway._serve import DEV_HOST, AnnouncingServer, require_keys, serve
+from smyth_temporal.security import (
     KEYS_FILE_ENV,
     ROLES,
     ApiKey,
     KeyStore,
+    Permission,
+    Principal,
     Role,
     default_keys_path,
 )
@@ -48,7 +51,9 @@ __all__ = [
     "DEV_HOST",
     "KEYS_FILE_ENV",
     "ROLES",
+    "AnnouncingServer",
     "ApiKey",
+    "BodyLimit",
     "Gateway",
     "GatewayOptions",
     "KeyStore",

@@ -34,7 +34,7 @@ from smyth_temporal.gateway._runs import router as runs
 from smyth_temporal.gateway._sessions import router as sessions
 from smyth_temporal.gateway._whoami import router as whoami
 from smyth_temporal.gateway.console import router as console
-from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.security import KeyStore
 
 __all__ = ["create_app"]
 

@@ -21,8 +21,7 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from smyth_temporal.gateway._gateway import Gateway, gateway_of
-from smyth_temporal.security import KeyRefused, Permission, Principal, authenticate
-from smyth_temporal.security._identity import DEV_PRINCIPAL
+from smyth_temporal.security import DEV_PRINCIPAL, KeyRefused, Permission, Principal, authenticate
 
 __all__ = ["Admin", "Approver", "Operator", "Reader", "require"]
 

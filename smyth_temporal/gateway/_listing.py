@@ -21,8 +21,7 @@ from fastapi import APIRouter, HTTPException, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from smyth_temporal.clients import AgentClient
-from smyth_temporal.clients._visibility import execution_page, is_paused_execution
+from smyth_temporal.clients import AgentClient, execution_page, is_paused_execution
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import GatewayDep
 from smyth_temporal.gateway._models import RunList, RunSummary

@@ -13,7 +13,7 @@ from smyth_temporal.clients import AgentClient, AgentRef
 from smyth_temporal.exceptions import ConfigurationError, UnknownAgentError
 from smyth_temporal.gateway._app import create_app
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
-from smyth_temporal.security._keys import KeyStore
+from smyth_temporal.security import KeyStore
 
 __all__ = [
     "DEV_HOST",

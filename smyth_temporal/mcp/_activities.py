@@ -49,7 +49,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal._redaction import masked_cause, redact
-from smyth_temporal.activities._heartbeat import auto_heartbeat
+from smyth_temporal.activities import auto_heartbeat
 from smyth_temporal.activities.tools import render_output
 from smyth_temporal.exceptions import ConfigurationError, MCPServerError
 from smyth_temporal.mcp._connections import MCPConnections, reason

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.mcp._servers import MCPServerConfig, StdioServer
-from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.security import Secrets
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "MCPConnections", "reason"]
 

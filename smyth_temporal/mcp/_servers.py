@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.security import Secrets
 from smyth_temporal.types.secrets import SecretRef, secret
 
 __all__ = [

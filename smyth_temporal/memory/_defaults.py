@@ -9,7 +9,7 @@ from pydantic import SecretStr
 from smyth_temporal.memory._embed import Embedder, HashEmbedder, OpenAIEmbedder
 from smyth_temporal.memory._manager import MemoryManager
 from smyth_temporal.memory._store import MemoryStore
-from smyth_temporal.security._keys_encryption import KeyRing
+from smyth_temporal.security import KeyRing
 from smyth_temporal.settings import (
     DEFAULT_MEMORY_PATH,
     EncryptionSettings,
@@ -117,7 +117,7 @@ def _sealed(store: MemoryStore, settings: EncryptionSettings) -> MemoryStore:
         return store
     # Imported only with a key: cryptography cannot be re-imported inside the sandbox.
     from smyth_temporal.memory._sealed import SealedStore
-    from smyth_temporal.security._encryption import EncryptionCodec
+    from smyth_temporal.security import EncryptionCodec
 
     codec = EncryptionCodec.from_settings(settings)
     assert codec is not None  # a key is set

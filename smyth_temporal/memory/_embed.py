@@ -159,7 +159,7 @@ class OpenAIEmbedder:
         """
         import openai
 
-        from smyth_temporal.models._errors import to_application_error
+        from smyth_temporal.models import to_application_error
 
         if not texts:
             return []

@@ -15,7 +15,7 @@ from smyth_temporal.exceptions import PayloadDecryptionError
 from smyth_temporal.memory._store import INDEXED_FIELDS, MemoryStore, StoredPoint, StoreFilter
 
 if TYPE_CHECKING:
-    from smyth_temporal.security._encryption import EncryptionCodec
+    from smyth_temporal.security import EncryptionCodec
 
 __all__ = ["SEALED_FIELD", "SealedStore"]
 

@@ -1,11 +1,15 @@
 """Model providers (worker side): the interface, routing, and the OpenAI-compatible one.
 
 Workflow code never imports this package; it sends ``ModelRequest``s to the model
-activity by name. The OpenAI provider (and the ``openai`` package) loads on first use.
+activity by name. The OpenAI provider (and the ``openai`` package) loads on first use,
+as does ``to_application_error``, the one map from a provider's HTTP errors to
+retryable or final activity failures (the embedders use it too).
+``load_price_table`` reads the prices budgets count spending with.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from smyth_temporal.models._pricing import load_price_table
 from smyth_temporal.models._provider import (
     ModelProvider,
     ModelRouter,
@@ -15,6 +19,7 @@ from smyth_temporal.models._provider import (
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
+    from smyth_temporal.models._errors import to_application_error
     from smyth_temporal.models._openai import OpenAIProvider
 
 __all__ = [
@@ -25,6 +30,8 @@ __all__ = [
     "OpenAIProvider",
     "StreamingModelProvider",
     "TextSink",
+    "load_price_table",
+    "to_application_error",
 ]
 
 
@@ -33,4 +40,8 @@ def __getattr__(name: str) -> Any:
         from smyth_temporal.models._openai import OpenAIProvider
 
         return OpenAIProvider
+    if name == "to_application_error":
+        from smyth_temporal.models._errors import to_application_error
+
+        return to_application_error
     raise AttributeError(name)

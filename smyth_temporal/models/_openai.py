@@ -14,7 +14,7 @@ from smyth_temporal.models._openai_response import (
     to_model_response,
 )
 from smyth_temporal.models._provider import TextSink
-from smyth_temporal.security._secrets import Secrets
+from smyth_temporal.security import Secrets
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, ModelResponse, OutputSchema

@@ -13,6 +13,10 @@
   was not refused), for code that reads decoded payloads itself.
 - ``KeyStore``, ``Principal``: API keys (hashed, each bound to a tenant and a role) and
   the caller they stand for; every interface derives tenant and role from them.
+  ``KEYS_FILE_ENV`` / ``default_keys_path()``: where the key file is; ``ACTIONS``: what
+  each permission lets a caller do; ``DEV_PRINCIPAL``: the caller of a dev setup
+  without keys.
+- ``SealedPayloadConverter``: the data converter that refuses unsealed input.
 - ``Secrets``: ``secret("NAME")`` references resolved on the worker, from its
   environment (``EnvSecrets``) or a secrets file (``FileSecrets``), any
   ``SecretBackend`` (Vault, a cloud secrets manager), with an allow-list.
@@ -35,8 +39,15 @@ if TYPE_CHECKING:
         ENCRYPTION_COMPRESS_ENV,
         EncryptionCodec,
     )
-    from smyth_temporal.security._identity import Permission, Principal
-    from smyth_temporal.security._keys import ROLES, ApiKey, KeyStore, Role
+    from smyth_temporal.security._identity import ACTIONS, DEV_PRINCIPAL, Permission, Principal
+    from smyth_temporal.security._keys import (
+        KEYS_FILE_ENV,
+        ROLES,
+        ApiKey,
+        KeyStore,
+        Role,
+        default_keys_path,
+    )
     from smyth_temporal.security._keys_encryption import (
         ENCRYPTION_KEY_FILE_ENV,
         ENCRYPTION_KEYS_ENV,
@@ -45,7 +56,11 @@ if TYPE_CHECKING:
         KeyRing,
         new_key,
     )
-    from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV, refusal
+    from smyth_temporal.security._plaintext import (
+        ACCEPT_PLAINTEXT_ENV,
+        SealedPayloadConverter,
+        refusal,
+    )
     from smyth_temporal.security._secrets import (
         ALLOWED_SECRETS_ENV,
         SECRETS_FILE_ENV,
@@ -59,6 +74,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "ACCEPT_PLAINTEXT_ENV": "_plaintext",
     "refusal": "_plaintext",
+    "SealedPayloadConverter": "_plaintext",
     "AuthLimiter": "_throttle",
     "KeyRefused": "_throttle",
     "authenticate": "_throttle",
@@ -81,8 +97,12 @@ _HOMES = {
     "KeyStore": "_keys",
     "Role": "_keys",
     "ROLES": "_keys",
+    "KEYS_FILE_ENV": "_keys",
+    "default_keys_path": "_keys",
     "Principal": "_identity",
     "Permission": "_identity",
+    "ACTIONS": "_identity",
+    "DEV_PRINCIPAL": "_identity",
 }
 
 
@@ -95,11 +115,14 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ACCEPT_PLAINTEXT_ENV",
+    "ACTIONS",
     "ALLOWED_SECRETS_ENV",
+    "DEV_PRINCIPAL",
     "ENCODING",
     "ENCRYPTION_COMPRESS_ENV",
     "ENCRYPTION_KEYS_ENV",
     "ENCRYPTION_KEY_FILE_ENV",
+    "KEYS_FILE_ENV",
     "ROLES",
     "SECRETS_FILE_ENV",
     "ApiKey",
@@ -115,9 +138,11 @@ __all__ = [
     "Permission",
     "Principal",
     "Role",
+    "SealedPayloadConverter",
     "SecretBackend",
     "Secrets",
     "authenticate",
+    "default_keys_path",
     "new_key",
     "refusal",
 ]

@@ -13,18 +13,29 @@ to a store and history keeps a small reference; ``SmythPlugin`` sets it up.
   earlier versions still read.
 - ``default_payload_storage()``: that driver, configured from ``SMYTH_PAYLOAD_STORAGE``,
   ``SMYTH_PAYLOAD_PATH`` and ``SMYTH_PAYLOAD_THRESHOLD``.
+- ``with_chunk_codec(storage, codec)``: the storage with the codec on its chunks too
+  (the plugin and the codec server build it that way).
+- Collecting garbage (``smyth storage gc``): ``stored_digests`` (the digests a history's
+  payloads refer to), ``recorded_namespaces`` (the namespaces that wrote to the store),
+  ``mark_and_sweep`` and ``store_stats``, ``read_mark`` and ``store_clock`` (the mark a
+  collection leaves and the store's clock it is read against).
 - Across machines, pass temporalio's S3 driver (``temporalio.contrib.aws.s3driver``) in
   ``SmythPlugin(payload_storage=ExternalStorage(...))``.
 
 Added in 0.2.0.
 """
 
+from smyth_temporal.storage._claims import stored_digests
 from smyth_temporal.storage._defaults import (
     DEFAULT_PAYLOAD_PATH,
     DEFAULT_PAYLOAD_THRESHOLD,
     default_payload_storage,
+    with_chunk_codec,
 )
 from smyth_temporal.storage._driver import DRIVER_NAME, ContentAddressedFileDriver
+from smyth_temporal.storage._gc import mark_and_sweep, store_stats
+from smyth_temporal.storage._mark import read_mark, store_clock
+from smyth_temporal.storage._namespaces import recorded_namespaces
 
 __all__ = [
     "DEFAULT_PAYLOAD_PATH",
@@ -32,4 +43,11 @@ __all__ = [
     "DRIVER_NAME",
     "ContentAddressedFileDriver",
     "default_payload_storage",
+    "mark_and_sweep",
+    "read_mark",
+    "recorded_namespaces",
+    "store_clock",
+    "store_stats",
+    "stored_digests",
+    "with_chunk_codec",
 ]

@@ -17,11 +17,11 @@ from temporalio.worker import Worker
 
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.devserver import dynamic_config_args, find_binary, register_search_attributes
-from smyth_temporal.mcp._servers import MCPServerConfig
-from smyth_temporal.memory._manager import MemoryManager
-from smyth_temporal.models._provider import ModelProvider
+from smyth_temporal.mcp import MCPServerConfig
+from smyth_temporal.memory import MemoryManager
+from smyth_temporal.models import ModelProvider
 from smyth_temporal.plugin import SmythPlugin
-from smyth_temporal.tools._tool import Tool
+from smyth_temporal.tools import Tool
 from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES
 
 __all__ = [

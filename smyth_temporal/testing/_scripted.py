@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal.models._provider import TextSink
+from smyth_temporal.models import TextSink
 from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse

@@ -3,23 +3,47 @@
 Workflow-side and pure: a ``Tool`` is data plus the user's function; workflow code
 reads its schema, validates arguments and hands the call to the tool's executor (its
 activity, for ``@tool`` functions; see ``smyth_temporal.activities`` for the worker
-side). ``tool_context()`` is what a tool function reads inside its activity.
-``MCPTool`` is a tool of an MCP server, as an agent offers it (see ``agent.mcp``).
+side). ``tool_context()`` is what a tool function reads inside its activity, and
+``serving_tool_call(context)`` what sets it (the activity does; so can a test).
+``MCPTool`` is a tool of an MCP server, as an agent offers it (see ``agent.mcp``);
+``effect_from_annotations`` and ``is_destructive`` read a server's annotations.
+
+The defaults a ``@tool`` takes (``DEFAULT_TOOL_TIMEOUT``,
+``DEFAULT_TOOL_HEARTBEAT_TIMEOUT``), ``ApprovalPolicy`` (who approves which calls) and
+the executor names (``ACTIVITY_EXECUTOR``, ``MCP_EXECUTOR``) are here too, and
+``ARGUMENT_BOUNDS_PATCH``, the ``workflow.patched`` id agents validate arguments under.
 """
 
-from smyth_temporal.tools._context import ToolContext, tool_context
+from smyth_temporal.tools._context import ToolContext, serving_tool_call, tool_context
 from smyth_temporal.tools._executor import ToolExecutor
-from smyth_temporal.tools._mcp import MCPTool
-from smyth_temporal.tools._tool import ACTIVITY_EXECUTOR, Tool, tool, value_depth
+from smyth_temporal.tools._mcp import MCP_EXECUTOR, MCPTool, effect_from_annotations, is_destructive
+from smyth_temporal.tools._policy import ApprovalPolicy
+from smyth_temporal.tools._tool import (
+    ACTIVITY_EXECUTOR,
+    ARGUMENT_BOUNDS_PATCH,
+    DEFAULT_TOOL_HEARTBEAT_TIMEOUT,
+    DEFAULT_TOOL_TIMEOUT,
+    Tool,
+    tool,
+    value_depth,
+)
 from smyth_temporal.types.tools import ToolEffect
 
 __all__ = [
     "ACTIVITY_EXECUTOR",
+    "ARGUMENT_BOUNDS_PATCH",
+    "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
+    "DEFAULT_TOOL_TIMEOUT",
+    "MCP_EXECUTOR",
+    "ApprovalPolicy",
     "MCPTool",
     "Tool",
     "ToolContext",
     "ToolEffect",
     "ToolExecutor",
+    "effect_from_annotations",
+    "is_destructive",
+    "serving_tool_call",
     "tool",
     "tool_context",
     "value_depth",

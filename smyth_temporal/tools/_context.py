@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 from pydantic import BaseModel, Field
 
 from smyth_temporal.exceptions import UserError
 
-__all__ = ["ToolContext", "tool_context"]
+__all__ = ["ToolContext", "serving_tool_call", "tool_context"]
 
 
 class ToolContext(BaseModel):
@@ -58,3 +60,25 @@ def tool_context() -> ToolContext:
     if context is None:
         raise UserError("tool_context() is only available inside a tool called by an agent")
     return context
+
+
+@contextmanager
+def serving_tool_call(context: ToolContext) -> Iterator[ToolContext]:
+    """Make ``context`` what ``tool_context()`` returns inside the ``with`` block.
+
+    The tool activity serves every call inside one; a test can call a tool function
+    directly inside one, without an agent or a worker.
+
+    Args:
+        context: The call being served.
+
+    Yields:
+        ``context``.
+
+    Added in 0.9.0 (the tool activity set a private context variable).
+    """
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
