@@ -18,7 +18,7 @@ from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import InvalidMessageError
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentStatus, Interrupt
-from smyth_temporal.types.messages import Message
+from smyth_temporal.types.messages import Message, Usage
 from smyth_temporal.types.sessions import SessionMessage, SessionReply, WhileBusy
 
 __all__ = ["MAX_SESSION_MESSAGE_CHARS", "Inbox", "Queued"]
@@ -188,6 +188,7 @@ class Inbox:
         """
         queued = self.current = self.next()
         conversation.status = "running"
+        before = conversation.usage
         answer = await respond(queued.message.text)
         text = answer.content if not answer.tool_calls else conversation.last_text()
         for each in (queued, *self._joined):
@@ -196,6 +197,7 @@ class Inbox:
                 number=each.number,
                 step=conversation.step,
                 usage=conversation.usage,
+                turn_usage=_spent(before, conversation.usage),
             )
             self.answer(each, reply)
         self._queue.extendleft(reversed(self._steering))
@@ -213,3 +215,15 @@ class Inbox:
         """Wait until message ``number`` is answered, and take the reply."""
         await workflow.wait_condition(lambda: number in self._replies)
         return self._replies.pop(number)
+
+
+def _spent(before: Usage, after: Usage) -> Usage:
+    """What a turn added to the usage (the reply's own, beside the session's total)."""
+    return Usage(
+        requests=after.requests - before.requests,
+        input_tokens=after.input_tokens - before.input_tokens,
+        output_tokens=after.output_tokens - before.output_tokens,
+        tool_calls=after.tool_calls - before.tool_calls,
+        cached_tokens=after.cached_tokens - before.cached_tokens,
+        cost=after.cost - before.cost,
+    )

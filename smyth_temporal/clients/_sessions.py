@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, overload
@@ -13,6 +13,7 @@ from temporalio.client import (
     WithStartWorkflowOperation,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.service import RPCError
@@ -244,42 +245,44 @@ class ReplyStream:
         self._text = text
 
     async def __aiter__(self) -> AsyncIterator[ReplyChunk]:
+        events = self.events()
+        try:
+            async for chunk in _chunks(events):
+                yield chunk
+        finally:
+            await events.aclose()  # now, not when collected: it stops waiting for the reply
+
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        """The session's events of this reply, from the message's own on, as they happen.
+
+        For callers that show more than the text (tool calls, approvals, usage): the
+        message is sent when iteration begins, as with ``async for``; once iteration
+        ends, ``reply`` holds the reply. Leaving early stops waiting for the reply (the
+        session still answers it).
+
+        Added in 0.9.0.
+        """
         after = await self._end_offset()
         delivery = asyncio.create_task(self._delivery)
         try:
-            async for chunk in self._chunks(after, delivery):
-                yield chunk
+            # Where the stream ended when the message was sent is only a hint (no worker
+            # may answer the query): the reply starts once the session takes this message.
+            taken = False
+            events = self._until_answered(await self._subscribe(after, delivery), delivery)
+            async for event in events:
+                if isinstance(event, MessageCompleted) and event.message.role == "user":
+                    taken = taken or event.message.content == self._text
+                if taken:
+                    yield event
             self.reply = await delivery
         finally:
             if not delivery.done():
                 delivery.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                # temporalio answers a cancelled update wait with its own error.
+                with contextlib.suppress(
+                    asyncio.CancelledError, WorkflowUpdateRPCTimeoutOrCancelledError
+                ):
                     await delivery
-
-    async def _chunks(
-        self, after: int, delivery: asyncio.Task[SessionReply | None]
-    ) -> AsyncIterator[ReplyChunk]:
-        assembler, streamed = TextAssembler(), set[str]()
-        # Where the stream ended when the message was sent is only a hint (no worker may
-        # answer the query): the reply starts once the session takes this message.
-        taken = False
-        async for event in self._until_answered(await self._subscribe(after, delivery), delivery):
-            if isinstance(event, MessageCompleted) and event.message.role == "user":
-                taken = taken or event.message.content == self._text
-            if not taken:
-                continue
-            if isinstance(event, TextDelta | TextReset) and event.message_id is not None:
-                before = assembler.text(event.message_id)
-                now = assembler.add(event)
-                if now is not None:
-                    streamed.add(event.message_id)
-                    reset = not now.startswith(before)
-                    text = now if reset else now[len(before) :]
-                    yield ReplyChunk(text=text, message_id=event.message_id, reset=reset)
-            elif isinstance(event, MessageCompleted) and event.message.role == "assistant":
-                content = event.message.content
-                if content and event.message_id not in streamed:
-                    yield ReplyChunk(text=content, message_id=event.message_id)
 
     async def _until_answered(
         self, events: AsyncIterator[AgentEvent], delivery: asyncio.Task[SessionReply | None]
@@ -346,6 +349,24 @@ def _final(event: MessageCompleted, delivery: asyncio.Task[SessionReply | None])
     return reply is None or (
         message.role == "assistant" and not message.tool_calls and event.step >= reply.step
     )
+
+
+async def _chunks(events: AsyncIterator[AgentEvent]) -> AsyncIterator[ReplyChunk]:
+    """The text of a reply's events, as ``ReplyChunk``s."""
+    assembler, streamed = TextAssembler(), set[str]()
+    async for event in events:
+        if isinstance(event, TextDelta | TextReset) and event.message_id is not None:
+            before = assembler.text(event.message_id)
+            now = assembler.add(event)
+            if now is not None:
+                streamed.add(event.message_id)
+                reset = not now.startswith(before)
+                text = now if reset else now[len(before) :]
+                yield ReplyChunk(text=text, message_id=event.message_id, reset=reset)
+        elif isinstance(event, MessageCompleted) and event.message.role == "assistant":
+            content = event.message.content
+            if content and event.message_id not in streamed:
+                yield ReplyChunk(text=content, message_id=event.message_id)
 
 
 async def _nothing() -> AsyncIterator[AgentEvent]:

@@ -4,7 +4,11 @@ Any OpenAI client talks to an agent: ``model`` names the agent, ``user`` (or the
 ``X-Smyth-Session`` header) names the session, and only the last user message is sent,
 because the session keeps the conversation itself (durably, across calls, restarts
 and replicas). The reply comes back in OpenAI's shape, whole or as
-``chat.completion.chunk`` events ending with ``data: [DONE]``.
+``chat.completion.chunk`` events ending with ``data: [DONE]``; both carry the same
+content: the agent's answer, or, with ``"smyth": {"interim_text": true}`` in the body,
+every assistant message of the turn (the text written beside tool calls too), apart by
+a blank line. A turn that stops at an approval ends the completion with a message naming
+the request (and ``smyth_pending``); ``usage`` is the turn's.
 """
 
 from __future__ import annotations
@@ -21,8 +25,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from smyth_temporal.gateway._auth import Operator, Reader
 from smyth_temporal.gateway._gateway import GatewayDep, while_connected
 from smyth_temporal.gateway._problems import openai_error, problem_of
-from smyth_temporal.gateway._sessions import Piece, streamed_reply
+from smyth_temporal.gateway._sessions import open_reply
 from smyth_temporal.gateway._sse import SSE_RESPONSES, encode, event_stream
+from smyth_temporal.gateway._turns import (
+    TurnItem,
+    TurnMessage,
+    TurnPending,
+    TurnText,
+    pending_notice,
+    turn_items,
+)
+from smyth_temporal.types.messages import Usage
 from smyth_temporal.types.sessions import SessionReply, session_workflow_id
 
 __all__ = ["ChatCompletion", "ChatCompletionChunk", "ChatRequest", "ModelList", "router"]
@@ -47,6 +60,23 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
+class SmythOptions(BaseModel):
+    """Smyth's own options of a request (``extra_body={"smyth": {...}}`` in OpenAI clients)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interim_text: bool = False
+    """Answer with every assistant message of the turn, the text the model wrote beside
+    its tool calls too (streamed as written), not only the answer. Added in 0.9.0."""
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+    """End the stream with a chunk holding the turn's ``usage`` (and no choices)."""
+
+
 class ChatRequest(BaseModel):
     """A chat completion request; sampling options are accepted and left to the agent."""
 
@@ -56,8 +86,40 @@ class ChatRequest(BaseModel):
     """The agent's name."""
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
     user: str | None = None
     """The session id (unless ``X-Smyth-Session`` names one)."""
+    smyth: SmythOptions = Field(default_factory=SmythOptions)
+    """Smyth's own options. Added in 0.9.0."""
+
+
+class CompletionUsage(BaseModel):
+    """The turn's tokens (``SessionReply.turn_usage``)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    prompt_tokens_details: dict[str, int]
+
+    @classmethod
+    def of(cls, usage: Usage | None) -> CompletionUsage | None:
+        """``usage`` in OpenAI's shape (``None``: a worker older than 0.9.0 or a cut turn)."""
+        if usage is None:
+            return None
+        return cls(
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            total_tokens=usage.total_tokens,
+            prompt_tokens_details={"cached_tokens": usage.cached_tokens},
+        )
+
+
+class PendingApproval(BaseModel):
+    """The approval a completion stopped at (``smyth_pending``). Added in 0.9.0."""
+
+    request_id: str
+    tool: str
+    workflow_id: str
 
 
 class AssistantMessage(BaseModel):
@@ -79,8 +141,12 @@ class ChatCompletion(BaseModel):
     created: int
     model: str
     choices: list[Choice]
+    usage: CompletionUsage | None = None
+    """The turn's tokens. Added in 0.9.0."""
     smyth_session: str
     """The session's workflow id (``GET /v1/runs/{id}`` shows its state)."""
+    smyth_pending: PendingApproval | None = None
+    """The approval the turn stopped at, if it did. Added in 0.9.0."""
 
 
 class Delta(BaseModel):
@@ -102,6 +168,8 @@ class ChatCompletionChunk(BaseModel):
     created: int
     model: str
     choices: list[ChunkChoice]
+    usage: CompletionUsage | None = None
+    smyth_pending: PendingApproval | None = None
 
 
 class Model(BaseModel):
@@ -128,6 +196,7 @@ async def list_models(caller: Reader, gateway: GatewayDep) -> ModelList:
     "/chat/completions",
     summary="Chat with an agent's session",
     response_model=ChatCompletion,
+    response_model_exclude_none=True,
     responses=SSE_RESPONSES,
 )
 async def chat_completions(
@@ -150,9 +219,12 @@ async def chat_completions(
     if not text.strip():
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "no user message with text to send")
     completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    workflow_id = session_workflow_id(name, caller.tenant, session_id)
+    answer = _Answer(body.smyth.interim_text, workflow_id)
+    source = await open_reply(gateway, name, session_id, text, caller, turn_items)
     if body.stream:
-        source = await streamed_reply(gateway, name, session_id, text, caller)
-        chunks = _Chunks(completion_id, created, name)
+        include_usage = body.stream_options is not None and body.stream_options.include_usage
+        chunks = _Chunks(completion_id, created, name, answer, include_usage=include_usage)
         return event_stream(
             source,
             chunks.render,
@@ -160,48 +232,131 @@ async def chat_completions(
             on_error=lambda exc: encode(json.dumps(openai_error(problem_of(exc)))),
             last=encode("[DONE]"),
         )
-    reply = await while_connected(
-        request,
-        gateway.acting_for(caller).send(name, session_id, text),
-    )
-    assert reply is not None  # waited for
+
+    async def whole() -> str:
+        try:
+            async for item in source.items(gateway.options.ping_interval):
+                if item is not None:
+                    answer.add(item)
+        finally:
+            await source.aclose()
+        return "".join(answer.text)
+
+    content = await while_connected(request, whole())
     return ChatCompletion(
         id=completion_id,
         created=created,
         model=name,
-        choices=[Choice(message=AssistantMessage(content=reply.text))],
-        smyth_session=session_workflow_id(name, caller.tenant, session_id),
+        choices=[Choice(message=AssistantMessage(content=content))],
+        usage=CompletionUsage.of(answer.usage),
+        smyth_session=workflow_id,
+        smyth_pending=answer.pending,
     )
 
 
-class _Chunks:
-    """Turns a reply's pieces into ``chat.completion.chunk`` events.
+class _Answer:
+    """What a completion says, as pieces of text, the same whether streamed or not.
 
-    OpenAI's stream cannot take text back: when a retried model call rewrites a message
-    (``reset``), only what extends the text already sent goes out, or, if the new
-    attempt wrote something else, its whole text after a line break.
+    By default only the answer: a message's text is known to be the answer only once
+    the message is done without tool calls, so it goes out whole then. With
+    ``interim_text`` every message goes out as it is written. OpenAI's stream cannot
+    take text back: when a retried model call rewrites a message (``reset``), only what
+    extends the text already sent goes out, or, if the new attempt wrote something
+    else, its whole text after a line break.
     """
 
-    def __init__(self, completion_id: str, created: int, model: str) -> None:
-        self._head = {"id": completion_id, "created": created, "model": model}
-        self._sent: dict[str | None, str] = {}
+    def __init__(self, interim_text: bool, workflow_id: str) -> None:
+        self.interim_text = interim_text
+        self.workflow_id = workflow_id
+        self.text: list[str] = []
+        self.usage: Usage | None = None
+        self.pending: PendingApproval | None = None
+        self.done = False
+        self._sent: dict[str, str] = {}
 
-    def render(self, piece: Piece) -> bytes:
-        """One piece as an event: text as a delta, the reply as the finishing chunk."""
-        if isinstance(piece, SessionReply):
-            return self._event(Delta(), finish_reason="stop")
+    def add(self, item: TurnItem) -> list[str]:
+        """The pieces ``item`` adds (also kept in ``text``); sets ``done`` at the end."""
+        pieces = [p for p in self._pieces(item) if p]
+        self.text.extend(pieces)
+        return pieces
+
+    def _pieces(self, item: TurnItem) -> list[str]:
+        if isinstance(item, SessionReply):
+            self.done, self.usage = True, item.turn_usage
+            # An answer with no message done without tool calls (max_steps reached):
+            # the reply's text, as the session answers it.
+            return [] if self._sent else [self._next("reply", item.text)]
+        if isinstance(item, TurnPending):
+            self.done = True
+            self.pending = PendingApproval(
+                request_id=item.request.id, tool=item.request.tool, workflow_id=self.workflow_id
+            )
+            return [self._next("pending", pending_notice(item.request))]
+        if isinstance(item, TurnText) and self.interim_text:
+            return [self._extend(item.message_id, item.text, item.reset)]
+        if isinstance(item, TurnMessage) and (item.final or self.interim_text):
+            if item.message_id in self._sent:
+                return [self._extend(item.message_id, item.content, reset=True)]
+            return [self._next(item.message_id, item.content)]
+        return []
+
+    def _next(self, message_id: str, text: str) -> str:
+        """A message's first text: apart from the one before, by a blank line."""
+        if not text:
+            return ""
         started = bool(self._sent)
-        before = self._sent.get(piece.message_id)
-        now = piece.text if piece.reset else (before or "") + piece.text
-        self._sent[piece.message_id] = now
-        if before is None:  # a message's first piece; a later message of the reply
-            text = "\n\n" + now if started else now  # stands apart from the one before
-        else:
-            text = now[len(before) :] if now.startswith(before) else "\n" + now
-        return self._event(Delta(role=None if started else "assistant", content=text))
+        self._sent[message_id] = text
+        return "\n\n" + text if started else text
 
-    def _event(self, delta: Delta, finish_reason: Literal["stop"] | None = None) -> bytes:
+    def _extend(self, message_id: str, text: str, reset: bool) -> str:
+        before = self._sent.get(message_id)
+        if before is None:
+            return self._next(message_id, text)
+        now = text if reset else before + text
+        self._sent[message_id] = now
+        return now[len(before) :] if now.startswith(before) else "\n" + now
+
+
+class _Chunks:
+    """Turns a turn's items into ``chat.completion.chunk`` events (``_Answer`` says what)."""
+
+    def __init__(
+        self,
+        completion_id: str,
+        created: int,
+        model: str,
+        answer: _Answer,
+        *,
+        include_usage: bool = False,
+    ) -> None:
+        self._head = {"id": completion_id, "created": created, "model": model}
+        self._answer = answer
+        self._include_usage = include_usage
+        self._started = False
+
+    def render(self, item: TurnItem) -> bytes:
+        """The events of ``item``: its text as deltas, then the finishing chunk(s)."""
+        events = []
+        for text in self._answer.add(item):
+            delta = Delta(role=None if self._started else "assistant", content=text)
+            self._started = True
+            events.append(self._event([ChunkChoice(delta=delta)]))
+        if self._answer.done:
+            finish = ChunkChoice(delta=Delta(), finish_reason="stop")
+            events.append(self._event([finish], pending=self._answer.pending))
+            if self._include_usage:
+                usage = CompletionUsage.of(self._answer.usage)
+                events.append(self._event([], usage=usage))
+        return b"".join(events)
+
+    def _event(
+        self,
+        choices: list[ChunkChoice],
+        *,
+        usage: CompletionUsage | None = None,
+        pending: PendingApproval | None = None,
+    ) -> bytes:
         chunk = ChatCompletionChunk(
-            **self._head, choices=[ChunkChoice(delta=delta, finish_reason=finish_reason)]
+            **self._head, choices=choices, usage=usage, smyth_pending=pending
         )
         return encode(chunk.model_dump_json(exclude_none=True))

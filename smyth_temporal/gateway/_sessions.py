@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Header, Path, Query, Request, status
 from fastapi.responses import JSONResponse, Response
@@ -30,7 +30,9 @@ from smyth_temporal.gateway._sse import (
 from smyth_temporal.security import Principal
 from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id
 
-__all__ = ["Piece", "router", "streamed_reply"]
+__all__ = ["Piece", "open_reply", "router", "streamed_reply"]
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 
@@ -65,6 +67,25 @@ async def streamed_reply(
     Raises:
         InvalidMessageError: The session refused the message.
     """
+    return await open_reply(gateway, agent, session_id, text, caller, _pieces, while_busy)
+
+
+async def open_reply(
+    gateway: Gateway,
+    agent: str,
+    session_id: str,
+    text: str,
+    caller: Principal,
+    read: Callable[[ReplyStream], AsyncIterator[T]],
+    while_busy: WhileBusy | None = None,
+) -> Lookahead[T]:
+    """Send a message and read its reply with ``read``, one of the key's event streams.
+
+    Waits up to ``stream_grace`` for the first item, so a refusal raises here.
+
+    Raises:
+        InvalidMessageError: The session refused the message.
+    """
     release = gateway.streams.take(caller)  # 429 past the key's cap
     try:
         stream = gateway.acting_for(caller).send(
@@ -73,7 +94,7 @@ async def streamed_reply(
     except BaseException:
         release()
         raise
-    source: Lookahead[Piece] = Lookahead(_pieces(stream), on_close=release)
+    source: Lookahead[T] = Lookahead(read(stream), on_close=release)
     await source.settle(gateway.options.stream_grace)
     return source
 

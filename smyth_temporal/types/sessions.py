@@ -71,6 +71,9 @@ class SessionReply(BaseModel):
     """The agent's step count after answering."""
     usage: Usage = Field(default_factory=Usage)
     """The session's usage so far."""
+    turn_usage: Usage | None = None
+    """What answering this message used (``None`` from a worker older than 0.9.0).
+    Added in 0.9.0."""
 
 
 def session_workflow_id(agent: str, tenant: str, session_id: str) -> str:

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal.clients import ReplyChunk
-from smyth_temporal.gateway._openai import _Chunks
-from smyth_temporal.testing import ScriptedModel, agent_worker, reply
+from smyth_temporal.gateway._openai import _Answer, _Chunks
+from smyth_temporal.gateway._turns import TurnItem, TurnText
+from smyth_temporal.models import ModelResponse
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import SessionReply, session_workflow_id
-from tests.helpers.gateway_support import SERVED, TENANT, Keys, gateway, make_keys
+from tests.helpers.gateway_support import (
+    SERVED,
+    TENANT,
+    Keys,
+    gateway,
+    make_keys,
+)
 from tests.helpers.live_agents import Operator
 
 NAME = "Your name is Alice, as you told me when this session began a moment ago."
@@ -52,8 +61,15 @@ async def test_chat_whole_then_streamed_in_one_session(
             {"role": "assistant", "content": REPLY},
             {"role": "user", "content": [{"type": "text", "text": "What is my name?"}]},
         ]
+        # As written, word by word: with interim text (without it, the answer comes whole
+        # once it is known to be the answer: see the next test).
         stream = await chat.chat.completions.create(
-            model="Operator", user="alice", messages=transcript, stream=True, temperature=0.2
+            model="Operator",
+            user="alice",
+            messages=transcript,
+            stream=True,
+            temperature=0.2,
+            extra_body={"smyth": {"interim_text": True}},
         )
         chunks = [chunk async for chunk in stream]
 
@@ -158,16 +174,18 @@ async def test_errors_come_in_openai_shape(client: Client, task_queue: str, keys
 
 
 def test_chunks_never_take_text_back() -> None:
-    chunks = _Chunks("chatcmpl-1", 0, "Operator")
-    pieces = [
-        ReplyChunk("Hel", "m1"),
-        ReplyChunk("lo", "m1"),
-        ReplyChunk("Hello!", "m1", reset=True),  # a retry that wrote more: only the rest
-        ReplyChunk("Bye", "m1", reset=True),  # a retry that wrote otherwise: all of it, apart
-        ReplyChunk("Second.", "m2"),  # the reply's next message
+    answer = _Answer(interim_text=True, workflow_id="w")
+    chunks = _Chunks("chatcmpl-1", 0, "Operator", answer)
+    pieces: list[TurnItem] = [
+        TurnText("m1", "Hel"),
+        TurnText("m1", "lo"),
+        TurnText("m1", "Hello!", reset=True),  # a retry that wrote more: only the rest
+        TurnText("m1", "Bye", reset=True),  # a retry that wrote otherwise: all of it, apart
+        TurnText("m2", "Second."),  # the reply's next message
         SessionReply(text="Second.", number=1, step=2),
     ]
-    events = [json.loads(chunks.render(p).decode().removeprefix("data: ")) for p in pieces]
+    rendered = b"".join(chunks.render(p) for p in pieces).decode().split("\n\n")
+    events = [json.loads(e.removeprefix("data: ")) for e in rendered if e]
     deltas = [e["choices"][0]["delta"] for e in events]
     assert deltas == [
         {"role": "assistant", "content": "Hel"},
@@ -178,3 +196,104 @@ def test_chunks_never_take_text_back() -> None:
         {},
     ]
     assert events[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def _saying(step: ModelResponse, text: str) -> ModelResponse:
+    """``step`` (tool calls) with text the model wrote beside them."""
+    return step.model_copy(update={"message": step.message.model_copy(update={"content": text})})
+
+
+INTERIM = "Let me look the quote up first."
+ANSWER = "ACME trades at 42, up two percent since the open this morning."
+
+
+async def test_streamed_and_whole_completions_carry_the_same_text_and_the_turns_usage(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # Each turn: interim text beside a tool call, then the answer. Four turns: whole and
+    # streamed, without and with interim text.
+    turn = [_saying(tool_call("get_quote", symbol="ACME"), INTERIM), reply(ANSWER)]
+    model = ScriptedModel(turn * 4, piece_delay=0.01, tokens_per_turn=7)
+    hello = [{"role": "user", "content": "How is ACME?"}]
+    interim = {"smyth": {"interim_text": True}}
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        chat = openai_client(running.url, keys.by_role["operator"])
+        session = {"model": "Operator", "user": "consistent", "messages": hello}
+        whole = await chat.chat.completions.create(**session)
+        streamed = [
+            c
+            async for c in await chat.chat.completions.create(
+                **session, stream=True, stream_options={"include_usage": True}
+            )
+        ]
+        whole_interim = await chat.chat.completions.create(**session, extra_body=interim)
+        streamed_interim = [
+            c
+            async for c in await chat.chat.completions.create(
+                **session, stream=True, extra_body=interim
+            )
+        ]
+
+    def text(chunks: list[Any]) -> str:
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    assert whole.choices[0].message.content == ANSWER
+    assert text(streamed) == ANSWER
+    assert whole_interim.choices[0].message.content == f"{INTERIM}\n\n{ANSWER}"
+    assert text(streamed_interim) == f"{INTERIM}\n\n{ANSWER}"
+    assert len(streamed_interim) > 4  # written as it comes, not in one piece
+    # Two model calls of 7 input and 7 output tokens each: the turn's, not the session's.
+    assert whole.usage is not None
+    assert (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (14, 14)
+    assert whole.usage.total_tokens == 28
+    assert streamed[-1].choices == [] and streamed[-1].usage == whole.usage
+    assert streamed[-2].choices[0].finish_reason == "stop"
+    assert whole_interim.usage == whole.usage
+
+
+async def test_a_completion_stopped_by_a_pending_approval_ends_naming_the_request(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel(
+        [tool_call("sell", symbol="ACME", quantity=5), reply("Sold 5 ACME."), reply("Done.")]
+    )
+    hello = [{"role": "user", "content": "Sell 5 ACME."}]
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        chat = openai_client(running.url, keys.by_role["operator"])
+        async with asyncio.timeout(30):  # it used to wait for the decision, silently
+            stopped = await chat.chat.completions.create(
+                model="Operator", user="gated", messages=hello
+            )
+        workflow_id = session_workflow_id("Operator", TENANT, "gated")
+        state = await running.http.get(f"/v1/runs/{workflow_id}", headers=keys.headers("viewer"))
+        [request] = state.json()["pending_approvals"]
+        decided = await running.http.post(
+            f"/v1/runs/{workflow_id}/approvals/{request['id']}",
+            json={"approved": True, "arguments_sha256": request["arguments_sha256"]},
+            headers=keys.headers("approver"),
+        )
+        then = await chat.chat.completions.create(
+            model="Operator", user="gated", messages=[{"role": "user", "content": "Thanks."}]
+        )
+
+    content = stopped.choices[0].message.content or ""
+    assert stopped.choices[0].finish_reason == "stop"
+    assert content.startswith(f"Waiting for approval: request {request['id']} (sell)")
+    assert stopped.model_extra is not None
+    assert stopped.model_extra["smyth_pending"] == {
+        "request_id": request["id"],
+        "tool": "sell",
+        "workflow_id": session_workflow_id("Operator", TENANT, "gated"),
+    }
+    assert decided.status_code == 200, decided.text
+    # The next message is answered after the decided turn, which the session finished.
+    assert then.choices[0].message.content == "Done."
+    assert [m.content for m in model.requests[2].messages if m.role == "assistant"][-1] == (
+        "Sold 5 ACME."
+    )

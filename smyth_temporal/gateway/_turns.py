@@ -1,0 +1,127 @@
+"""One session turn as the OpenAI surfaces show it: text, messages, tool calls, the end.
+
+The chat-completions and Responses routes read a turn the same way, streamed or not, so
+both forms of each answer carry the same content: ``turn_items`` turns the session's
+events of one reply into ``TurnText`` (a message's text as it is written), ``TurnMessage``
+(a message done: the answer, or interim text beside tool calls), ``TurnTool`` (a tool
+call that ran, with its result), then either the ``SessionReply`` or ``TurnPending``: an
+approval the turn waits for, which ends the answer at once (the session keeps waiting;
+a decision lets it go on, and the next message is answered after it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from smyth_temporal.clients import ReplyStream
+from smyth_temporal.types.approvals import ApprovalRequest
+from smyth_temporal.types.events import (
+    ApprovalRequested,
+    MessageCompleted,
+    TextAssembler,
+    TextDelta,
+    TextReset,
+    ToolCallFinished,
+    ToolCallScheduled,
+)
+from smyth_temporal.types.messages import ToolCall
+from smyth_temporal.types.sessions import SessionReply
+
+__all__ = [
+    "TurnItem",
+    "TurnMessage",
+    "TurnPending",
+    "TurnText",
+    "TurnTool",
+    "pending_notice",
+    "turn_items",
+]
+
+
+@dataclass(frozen=True)
+class TurnText:
+    """A message's text as it is written."""
+
+    message_id: str
+    text: str
+    """The next piece; with ``reset``, the message's whole text so far."""
+    reset: bool = False
+    """The text sent so far for this message is void (its model call was retried)."""
+
+
+@dataclass(frozen=True)
+class TurnMessage:
+    """An assistant message of the turn, done."""
+
+    message_id: str
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+
+    @property
+    def final(self) -> bool:
+        """The answer (no tool calls follow); otherwise interim text beside tool calls."""
+        return not self.tool_calls
+
+
+@dataclass(frozen=True)
+class TurnTool:
+    """A tool call the agent ran, with its result."""
+
+    call: ToolCall
+    content: str
+    error: bool
+
+
+@dataclass(frozen=True)
+class TurnPending:
+    """The turn waits for a decision on ``request``; the answer ends here."""
+
+    request: ApprovalRequest
+
+
+TurnItem = TurnText | TurnMessage | TurnTool | TurnPending | SessionReply
+
+
+def pending_notice(request: ApprovalRequest) -> str:
+    """What an answer that stops at a pending approval says, the same on every surface."""
+    return (
+        f"Waiting for approval: request {request.id} ({request.tool}) needs a decision "
+        "before the agent goes on. Decide it (the console, `smyth approvals`, or POST "
+        f"/v1/runs/{{workflow_id}}/approvals/{request.id}), then send the next message: "
+        "it is answered after this turn."
+    )
+
+
+async def turn_items(stream: ReplyStream) -> AsyncIterator[TurnItem]:
+    """The items of one reply, ending with the ``SessionReply`` or a ``TurnPending``."""
+    assembler, calls = TextAssembler(), dict[str, ToolCall]()
+    events = stream.events()
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta | TextReset) and event.message_id is not None:
+                before = assembler.text(event.message_id)
+                now = assembler.add(event)
+                if now is not None:
+                    reset = not now.startswith(before)
+                    text = now if reset else now[len(before) :]
+                    yield TurnText(event.message_id, text, reset)
+            elif isinstance(event, MessageCompleted) and event.message.role == "assistant":
+                message = event.message
+                yield TurnMessage(
+                    event.message_id or "", message.content or "", tuple(message.tool_calls)
+                )
+            elif isinstance(event, ToolCallScheduled):
+                calls[event.call.id] = event.call
+            elif isinstance(event, ToolCallFinished):
+                call = calls.get(event.call_id) or ToolCall(
+                    id=event.call_id, name=event.name, arguments="{}"
+                )
+                yield TurnTool(call, event.content, event.error)
+            elif isinstance(event, ApprovalRequested):
+                yield TurnPending(event.request)
+                return
+    finally:
+        await events.aclose()  # now: it stops waiting for the reply (the session goes on)
+    if stream.reply is not None:
+        yield stream.reply
