@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from smyth_temporal.clients import AgentClient, AgentRef
 from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.gateway._agui import router as agui
 from smyth_temporal.gateway._approvals import router as approvals
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
 from smyth_temporal.gateway._hosts import LoopbackHostOnly
@@ -118,7 +119,7 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     if insecure_dev:
         app.add_middleware(LoopbackHostOnly)  # no keys: no page elsewhere may reach it
-    for router in (listing, runs, sessions, approvals, memory, whoami, openai_api):
+    for router in (listing, runs, sessions, approvals, memory, whoami, openai_api, agui):
         app.include_router(router)
     if options.console:
         app.include_router(console)
