@@ -72,6 +72,7 @@ except ImportError as exc:  # pragma: no cover - the server extra brings it
     ) from exc
 
 from smyth_temporal.clients import AgentClient, ReplyStream
+from smyth_temporal.exceptions import InvalidDecisionError
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep
 from smyth_temporal.gateway._models import Decision
@@ -214,42 +215,62 @@ async def _resume(
 ) -> Lookahead[_Item]:
     """Decide the interrupts ``entries`` answer; the thread's events from where it stopped.
 
+    Every entry is checked before the first decision is sent, so a refused resume
+    decides nothing: a decision the agent would refuse for its arguments' hash is
+    refused here, in the agent's words.
+
     Raises:
         AgentNotFoundError: No such thread (or another tenant's).
-        HTTPException: An entry names no interrupt this thread raised (404), or its
-            payload is not a decision (422).
+        HTTPException: An entry names no interrupt this thread raised (404), the same
+            interrupt twice, or a payload that is not a decision (422).
         InvalidDecisionError: The agent refused a decision (409).
     """
     client = gateway.acting_for(caller)
     answers = [(_interrupt_id(entry.interrupt_id), entry) for entry in entries]
+    named = [request_id for (request_id, _), _ in answers]
+    if len(set(named)) < len(named):
+        raise HTTPException(HTTPStatus.UNPROCESSABLE_ENTITY, "a resume answers each interrupt once")
     state = await _state(gateway, client, workflow_id)  # the thread's, or not found
     requests = {request.id: request for request in state.approvals}
-    for (request_id, _), _entry in answers:
-        if request_id not in requests:
+    decisions: list[tuple[ApprovalRequest, Decision]] = []
+    for (request_id, _), entry in answers:
+        request = requests.get(request_id)
+        if request is None:
             raise HTTPException(
                 HTTPStatus.NOT_FOUND,
                 f"no interrupt {request_id!r} in thread {state.session_id!r}: a resume answers "
                 "the interrupts of the thread's last run",
             )
-    decisions = [(requests[rid], _decision(entry)) for (rid, _), entry in answers]
-    for request, decision in decisions:
-        # Decided meanwhile (the console, a quorum): the turn goes on without this one.
-        if request.status == "pending":
-            await client.decide(
-                workflow_id,
-                ApprovalDecision(
-                    request_id=request.id,
-                    approved=decision.approved,
-                    by="ag-ui",  # the key's name, set by the client acting for it
-                    comment=decision.comment,
-                    arguments_sha256=decision.arguments_sha256,
-                    arguments=decision.arguments,
-                ),
-                timeout=gateway.options.worker_timeout,
+        decision = _decision(entry)
+        pinned = decision.arguments_sha256
+        if request.status == "pending" and decision.approved and pinned != request.arguments_sha256:
+            raise InvalidDecisionError(
+                f"request {request.id}: arguments_sha256 {pinned!r} is not the hash of its "
+                f"arguments ({request.arguments_sha256}): approve only what was shown"
             )
+        decisions.append((request, decision))
+    release = gateway.streams.take(caller)  # 429 past the key's cap, before any decision
+    try:
+        for request, decision in decisions:
+            # Decided meanwhile (the console, a quorum): the turn goes on without this one.
+            if request.status == "pending":
+                await client.decide(
+                    workflow_id,
+                    ApprovalDecision(
+                        request_id=request.id,
+                        approved=decision.approved,
+                        by="ag-ui",  # the key's name, set by the client acting for it
+                        comment=decision.comment,
+                        arguments_sha256=decision.arguments_sha256,
+                        arguments=decision.arguments,
+                    ),
+                    timeout=gateway.options.worker_timeout,
+                )
+    except BaseException:
+        release()
+        raise
     after = min(offset for (_, offset), _ in answers)
     answered = {request.id for request, _ in decisions}
-    release = gateway.streams.take(caller)  # 429 past the key's cap
     source: Lookahead[_Item] = Lookahead(
         _follow(gateway, client, workflow_id, after, answered), on_close=release
     )

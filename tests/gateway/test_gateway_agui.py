@@ -262,3 +262,47 @@ async def test_another_tenants_thread_is_not_reached(
 
     assert other.status_code == 404, other.text
     assert state.json()["status"] == "awaiting_approval"  # untouched
+
+
+async def test_a_refused_resume_decides_nothing(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+        [interrupt] = stopped[-1].outcome.interrupts
+        sha = interrupt.metadata["smyth"]["arguments_sha256"]
+
+        def entry(payload: dict[str, Any]) -> dict[str, Any]:
+            return {"interruptId": interrupt.id, "status": "resolved", "payload": payload}
+
+        approve = entry({"approved": True, "arguments_sha256": sha})
+        refusals = {
+            "another hash": [entry({"approved": True, "arguments_sha256": "0" * 64})],
+            "twice": [approve, {"interruptId": interrupt.id, "status": "cancelled"}],
+            "no hash": [entry({"approved": True})],
+        }
+        answers = {
+            what: await running.http.post(
+                "/ag-ui/Operator",
+                json=run_input(thread, None, resume=resume),
+                headers=keys.headers("approver"),
+            )
+            for what, resume in refusals.items()
+        }
+        state = await running.http.get(
+            f"/v1/runs/{session_workflow_id('Operator', TENANT, thread)}",
+            headers=keys.headers("viewer"),
+        )
+        resumed = await run(running, keys, run_input(thread, None, resume=[approve]), "approver")
+
+    statuses = {what: answer.status_code for what, answer in answers.items()}
+    assert statuses == {"another hash": 409, "twice": 422, "no hash": 422}
+    assert "approve only what was shown" in answers["another hash"].json()["detail"]
+    [request] = state.json()["approvals"]
+    assert request["status"] == "pending"  # no refused resume decided anything
+    assert text_of(resumed) == "Sold."
