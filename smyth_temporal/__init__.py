@@ -4,17 +4,27 @@ Agents are workflow classes (``AgentWorkflow``); every model call and every tool
 is an activity, so Temporal's event history is the agent's state, and crash recovery,
 retries, timeouts and the audit trail come from the engine.
 
-Layers, top to bottom (imports only go downward):
+Layers, top to bottom (imports only go downward; this is the list ``LAYERS`` of
+``tests/architecture/test_architecture.py``, which checks the imports and this text):
 
-- interfaces: ``smyth_temporal.clients`` (``AgentClient``, ``MemoryClient``,
-  ``ScheduleClient``), the ``smyth`` CLI (``smyth_temporal.cli``), the demo scenario
-- agent runtime (workflow code, deterministic): ``smyth_temporal.agent``
-- context engine (pure): ``smyth_temporal.context``; memory (activities and stores):
-  ``smyth_temporal.memory``
-- tools and models: ``smyth_temporal.tools`` (``@tool``), ``smyth_temporal.activities``
-  (what workers run), ``smyth_temporal.models`` (providers)
-- storage and wire types: ``smyth_temporal.storage``, ``smyth_temporal.types``
-- ``SmythPlugin`` wires them into a Temporal client and its workers.
+1. interfaces: ``cli``, ``demo``, ``gateway``, ``codec_server``, ``mcp_server``
+2. clients and workers: ``clients`` (``AgentClient``, ``MemoryClient``,
+   ``ScheduleClient``), ``worker``, ``plugin`` (``SmythPlugin`` wires the layers below
+   into a Temporal client and its workers), ``testing``, ``devserver``, and the plugin's
+   ``_passthrough``, ``_model_queue``, ``_probe``
+3. agent runtime (workflow code, deterministic): ``agent``
+4. context engine and worker-side activities: ``context`` (pure), ``activities``,
+   ``mcp``, ``notifications``
+5. tools and providers: ``tools`` (``@tool``), ``memory``, ``models``, ``storage``,
+   ``security``, ``observability``, ``_live``
+6. wire types and shared helpers: ``types``, ``exceptions``, ``settings``, ``_names``,
+   ``_logging``, ``_text``, ``_payloads``, ``_files``, ``_redaction``, ``_telemetry``,
+   ``_prometheus``
+
+Each package has one public face: its ``__init__`` (or a public module, such as
+``clients.agents``); a module whose name starts with ``_`` is private to its package and
+imported from nowhere else. The top-level ``_`` modules are private to smyth_temporal:
+any of its modules may import them, code outside it may not.
 
 Importing this package loads only the deterministic layers (agent runtime, tools,
 types, exceptions), so workflow modules can import it inside Temporal's sandbox; the

@@ -1,14 +1,29 @@
-"""The architecture, checked: the determinism boundary, the layers, no cycles, module sizes.
+"""The architecture, checked: the determinism boundary, the layers, visibility, no cycles, sizes.
 
 These read the package's source (with ``ast``) or import it in a fresh interpreter;
 they start no server. A failure names the module and the import that broke the rule.
+
+``LAYERS`` is the one list of layers: the root package's docstring and the docs'
+architecture page quote it, and a test here fails when either says something else.
+
+Visibility, one rule: a module whose name starts with ``_`` (and a name that does) is
+private to the package that holds it. ``smyth_temporal.x._y`` is imported only from
+inside ``smyth_temporal.x``; everyone else imports ``x``'s face, its ``__init__`` (which
+re-exports, eagerly or lazily) or one of its public modules. The top-level private modules
+(``smyth_temporal._logging``, ``_names``, ``_files``, ...) are private to
+``smyth_temporal``: any module of the package may import them, nothing outside it may
+(examples, workers, the docs' samples). Tests may open up the package they mirror
+(``tests/storage/`` may import ``smyth_temporal.storage._gc``); from any other package
+they import its face like everyone else.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,38 +71,50 @@ NOT_IN_WORKFLOWS = (
 )
 """Modules with I/O (activities, providers, clients) that workflow code must not load."""
 
-LAYERS: list[set[str]] = [
-    {"cli", "demo", "gateway", "codec_server"},
-    {
-        "clients",
-        "worker",
-        "plugin",
-        "_passthrough",
-        "_model_queue",
-        "_probe",
-        "testing",
-        "devserver",
-        "mcp_server",
-    },
-    {"agent"},
-    {"context", "activities", "mcp", "notifications"},
-    {"tools", "memory", "models", "storage", "security", "observability", "_live"},
-    {
-        "types",
-        "exceptions",
-        "settings",
-        "_names",
-        "_logging",
-        "_text",
-        "_payloads",
-        "_files",
-        "_redaction",
-        "_telemetry",
-        "_prometheus",
-    },
+LAYERS: list[tuple[str, set[str]]] = [
+    ("interfaces", {"cli", "demo", "gateway", "codec_server", "mcp_server"}),
+    (
+        "clients and workers",
+        {
+            "clients",
+            "worker",
+            "plugin",
+            "testing",
+            "devserver",
+            "_passthrough",
+            "_model_queue",
+            "_probe",
+        },
+    ),
+    ("agent runtime", {"agent"}),
+    (
+        "context engine and worker-side activities",
+        {"context", "activities", "mcp", "notifications"},
+    ),
+    (
+        "tools and providers",
+        {"tools", "memory", "models", "storage", "security", "observability", "_live"},
+    ),
+    (
+        "wire types and shared helpers",
+        {
+            "types",
+            "exceptions",
+            "settings",
+            "_names",
+            "_logging",
+            "_text",
+            "_payloads",
+            "_files",
+            "_redaction",
+            "_telemetry",
+            "_prometheus",
+        },
+    ),
 ]
-"""The packages of smyth_temporal, top to bottom: a module imports only its own layer
-and the layers below it."""
+"""The layers of smyth_temporal, top to bottom, by name and package: a module imports
+only its own layer and the layers below it. The root docstring and docs/architecture.md
+quote this list (``test_layers_are_quoted_where_they_are_described``)."""
 
 
 def _modules() -> Iterator[tuple[str, Path]]:
@@ -97,16 +124,22 @@ def _modules() -> Iterator[tuple[str, Path]]:
         yield name, path
 
 
-def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
-    """Every module ``name`` imports, at any level, except under ``TYPE_CHECKING``."""
-    tree = ast.parse(path.read_text())
+def _imports(
+    name: str, path: Path, *, type_only: bool = False, source: str | None = None
+) -> Iterator[tuple[str, int]]:
+    """Every module ``name`` imports, at any level; under ``TYPE_CHECKING`` only if asked.
+
+    A ``from`` import also yields ``module.name`` for each name, which is the module
+    itself when the name is a submodule, and names a private name by its underscore.
+    """
+    tree = ast.parse(path.read_text() if source is None else source)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    type_only: set[int] = set()
+    skipped: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            type_only |= {id(n) for child in node.body for n in ast.walk(child)}
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
     for node in ast.walk(tree):
-        if id(node) in type_only:
+        if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -152,8 +185,8 @@ def _layer(module: str) -> int | None:
     parts = module.split(".")
     if len(parts) < 2:
         return None  # the top-level package re-exports from every layer
-    for index, layer in enumerate(LAYERS):
-        if parts[1] in layer:
+    for index, (_, packages) in enumerate(LAYERS):
+        if parts[1] in packages:
             return index
     raise AssertionError(f"{module} is in no layer of LAYERS: add its package there")
 
@@ -263,3 +296,130 @@ def test_graph_sees_function_level_imports(tmp_path: Path) -> None:
     found = {target for target, _ in _imports("smyth_temporal.types.probe", source)}
     assert "smyth_temporal.clients.agents" in found
     assert "smyth_temporal.cli" not in found
+
+
+def _private_owner(target: str) -> str | None:
+    """The package a private module or name in ``target`` belongs to (``None``: public)."""
+    parts = target.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:index])
+    return None
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def _private_imports(
+    name: str, path: Path, *, opens: str | None = None, source: str | None = None
+) -> Iterator[str]:
+    """``name:line imports target`` for each private import from outside its package.
+
+    ``opens``: a package whose privates this code may import besides its own (a test
+    opens the package it mirrors).
+    """
+    for target, line in _imports(name, path, type_only=True, source=source):
+        owner = _private_owner(target)
+        if owner is None or not owner.startswith("smyth_temporal"):
+            continue
+        if _inside(name, owner) or (opens is not None and _inside(owner, opens)):
+            continue
+        face = owner if owner != "smyth_temporal" else "the package's public modules"
+        yield f"{name}:{line} imports {target} (private to {owner}; import it from {face})"
+
+
+def test_no_module_imports_another_packages_private_modules() -> None:
+    offending = [hit for name, path in _modules() for hit in _private_imports(name, path)]
+    assert offending == [], "\n".join(offending)
+
+
+def _python_samples(markdown: str) -> Iterator[str]:
+    for match in re.finditer(r"```python\n(.*?)```", markdown, re.DOTALL):
+        yield match.group(1)
+
+
+def test_code_outside_the_package_imports_only_public_names() -> None:
+    # Examples, worker entry points and the samples a reader copies from the docs are
+    # what users write: they show the faces, never a private module.
+    root = PACKAGE.parent
+    offending = []
+    for folder in ("examples", "workers"):
+        for path in sorted((root / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            offending += _private_imports(name, path)
+    for page in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        for index, sample in enumerate(_python_samples(page.read_text())):
+            try:
+                ast.parse(sample)
+            except SyntaxError:
+                continue  # a fragment; the docs' own test runs the samples that run
+            label = f"{page.relative_to(root)}[{index}]"
+            offending += _private_imports(label, page, source=sample)
+    assert offending == [], "\n".join(offending)
+
+
+def test_every_face_has_the_names_it_exports() -> None:
+    # Faces re-export eagerly or load lazily (``__getattr__``): either way every name
+    # in ``__all__`` must resolve, or the rule above sends callers to a name not there.
+    missing = []
+    for name, path in _modules():
+        if path.name != "__init__.py":
+            continue
+        face = importlib.import_module(name)
+        missing += [f"{name}.{n}" for n in getattr(face, "__all__", ()) if not hasattr(face, n)]
+    assert missing == []
+
+
+def _quoted_layers(text: str, tick: str) -> list[tuple[str, set[str]]]:
+    """The numbered list of layers in ``text``: each item's name and the packages it names."""
+    layers = []
+    for match in re.finditer(r"^ *\d+\. (.+(?:\n {3,}\S.*)*)", text, re.MULTILINE):
+        body = " ".join(line.strip() for line in match.group(1).splitlines())
+        name = re.sub(r"\s*\(.*?\)", "", body.partition(":")[0]).strip()
+        layers.append((name, set(re.findall(rf"{tick}([a-z_]+){tick}", body))))
+    return layers
+
+
+def test_layers_are_quoted_where_they_are_described() -> None:
+    # One list of layers: the root docstring and the docs' architecture page say
+    # LAYERS, name for name and package for package, in order.
+    doc = smyth_temporal.__doc__ or ""
+    section = doc[doc.index("Layers, top to bottom") :].split("\n\n")[1]
+    assert _quoted_layers(section, "``") == LAYERS, "smyth_temporal's docstring differs"
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    section = page[page.index("## Layers") :].split("\n## ")[0]
+    assert _quoted_layers(section, "`") == LAYERS, "docs/architecture.md differs"
+
+
+def test_private_import_reader_has_teeth(tmp_path: Path) -> None:
+    source = tmp_path / "probe.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from smyth_temporal._logging import configure_logging\n"
+        "from smyth_temporal.tools import Tool\n"
+        "from smyth_temporal.tools._context import _current\n"
+        "if TYPE_CHECKING:\n    from smyth_temporal.clients._base import AgentRef\n"
+    )
+    found = list(_private_imports("smyth_temporal.activities.probe", source))
+    assert [hit.split(" ")[2] for hit in found] == [
+        "smyth_temporal.tools._context",
+        "smyth_temporal.tools._context._current",
+        "smyth_temporal.clients._base",
+        "smyth_temporal.clients._base.AgentRef",
+    ]
+    # Inside its package a private module is fine; outside smyth_temporal, _logging is not.
+    inside = _private_imports("smyth_temporal.tools.probe", source)
+    assert not [hit for hit in inside if "imports smyth_temporal.tools._context" in hit]
+    outside = [hit.split(" ")[2] for hit in _private_imports("examples.probe", source)]
+    assert "smyth_temporal._logging" in outside
+    opened = [
+        hit.split(" ")[2]
+        for hit in _private_imports("tests.tools.probe", source, opens="smyth_temporal.tools")
+    ]
+    assert opened == [
+        "smyth_temporal._logging",
+        "smyth_temporal._logging.configure_logging",
+        "smyth_temporal.clients._base",
+        "smyth_temporal.clients._base.AgentRef",
+    ]
