@@ -178,7 +178,8 @@ Each value comes from, highest first:
 1. a command-line option, where the command has one (or a keyword argument of
    `run_worker` or `SmythPlugin`);
 2. the process environment;
-3. the `.env` file of the directory the process starts in;
+3. the `.env` file of the directory the process starts in (refused, with the process, if
+   group or others may write it or another user owns it: it chooses keys and endpoints);
 4. `temporal.toml`, for the connection (`TEMPORAL_PROFILE` picks the profile, read
    through `temporalio.envconfig`);
 5. the default.

@@ -10,6 +10,7 @@ reads one mapping instead of the environment and ``.env`` (tests, explicit calle
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -146,6 +147,7 @@ class SmythSettings(BaseSettings):
         environ = _ENVIRON.get()
         if environ is not None:
             return (init_settings, _Environ(settings_cls, environ), *cls.file_sources(environ))
+        _check_dotenv(DOTENV_FILE)
         dotenv = _DotEnv(settings_cls)
         read = {**dotenv.env_vars, **_process_environ()}
         merged = {name: value for name, value in read.items() if value is not None}
@@ -240,6 +242,31 @@ class SmythSettings(BaseSettings):
             else:
                 lines.append(f"{where}: {message}")
         return "; ".join(lines)
+
+
+def _check_dotenv(path: Path) -> None:
+    """Refuse a ``.env`` that someone else could have written.
+
+    It chooses keys, endpoints, the payload store and whether plaintext is accepted: a
+    process started in a directory where another user can plant one would take them
+    from that user (as ssh refuses a config file others can write).
+
+    Raises:
+        ConfigurationError: The file is writable by group or others, or owned by
+            another user than this process's (or root).
+    """
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc}") from None
+    owners = {0, os.getuid()} if hasattr(os, "getuid") else {info.st_uid}
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_uid not in owners:
+        raise ConfigurationError(
+            f"{path.absolute()} is writable by others or owned by another user: settings "
+            f"are not read from it (chmod go-w {path}, or remove it)"
+        )
 
 
 def _process_environ() -> Mapping[str, str]:

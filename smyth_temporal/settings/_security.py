@@ -97,11 +97,6 @@ class EncryptionSettings(SmythSettings):
             raise ValueError(f"set {ENCRYPTION_KEYS_ENV} or {ENCRYPTION_KEY_FILE_ENV}, not both")
         return self
 
-    @property
-    def encrypts(self) -> bool:
-        """Whether a key is configured (the codec is then on)."""
-        return self.encryption_keys is not None or self.encryption_key_file is not None
-
 
 class SecretsSettings(SmythSettings):
     """Where a worker's ``secret("NAME")`` references resolve, and which it may hand out.

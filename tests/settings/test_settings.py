@@ -8,6 +8,8 @@ every combination; these pin each step and the models' other promises.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -314,3 +316,39 @@ def test_keyword_arguments_of_run_worker_and_the_plugin_still_build_the_model(
     assert isinstance(plugin.worker_settings(), WorkerSettings)
     assert SmythPlugin(settings=settings).worker_settings() is settings
     assert smyth_temporal.plugin.SmythPlugin is SmythPlugin
+
+
+# -- the reference page ---------------------------------------------------------------
+
+
+def test_every_setting_has_a_variable_a_docstring_and_a_row_on_the_settings_page() -> None:
+    hooks = str(Path(__file__).parents[2] / "docs" / "hooks")
+    if hooks not in sys.path:
+        sys.path.insert(0, hooks)
+    from settings_table import settings_markdown
+
+    page = settings_markdown()
+    for model in PROCESS_SETTINGS:
+        for name, info in model.model_fields.items():
+            variable = model.variable(name)
+            if name == "connect":  # the profile's Client.connect arguments, not a variable
+                assert variable is None
+                continue
+            assert variable is not None, f"{model.__name__}.{name} has no variable"
+            assert info.description, f"{variable} has no docstring: the page shows it"
+            assert page.count(f"| `{variable}` |") == 1, variable
+
+
+def test_a_dotenv_someone_else_could_write_is_refused(clean: Path) -> None:
+    dotenv = clean / ".env"
+    dotenv.write_text("SMYTH_ACCEPT_PLAINTEXT=on\n")
+    dotenv.chmod(0o644)
+    assert Settings.load().accept_plaintext  # the owner's own file is read
+    dotenv.chmod(0o666)
+    with pytest.raises(ConfigurationError, match="writable by others"):
+        Settings.load()
+    if os.getuid() == 0:  # only root can give a file away
+        dotenv.chmod(0o644)
+        os.chown(dotenv, 12345, 12345)
+        with pytest.raises(ConfigurationError, match="owned by another user"):
+            Settings.load()
