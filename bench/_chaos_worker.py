@@ -28,8 +28,7 @@ from temporalio.worker import Worker
 
 from bench._chaos_agents import ChaosDesk, ChaosLong, ChaosStreamer, ChaosTrader
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.models import ModelRequest, ModelResponse
-from smyth_temporal.models._provider import TextSink
+from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
 from smyth_temporal.types.messages import Message

@@ -43,9 +43,8 @@ from typing import Any
 import numpy as np
 
 from bench._common import percentile
-from smyth_temporal.memory._edge import EdgeStore
+from smyth_temporal.memory import EdgeStore, QdrantServerStore
 from smyth_temporal.memory._manager import _scope_conditions, _scope_key
-from smyth_temporal.memory._qdrant import QdrantServerStore
 from smyth_temporal.memory._store import (
     NEVER,
     Condition,

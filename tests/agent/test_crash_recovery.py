@@ -26,7 +26,7 @@ from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.plugin import DEFAULT_HEARTBEAT_THROTTLE
 from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue
-from smyth_temporal.tools._tool import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
+from smyth_temporal.tools import DEFAULT_TOOL_HEARTBEAT_TIMEOUT
 from tests.helpers.agents import Analyst, read_ledger
 from tests.helpers.worker_process import RecoveryProbe, WorkerProcess, spawn_worker
 

@@ -29,8 +29,8 @@ from temporalio.testing import WorkflowEnvironment
 from smyth_temporal.agent.memory_admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import format_hits, format_memories
+from smyth_temporal.clients import PICKUP_TIMEOUT
 from smyth_temporal.clients import memory as memory_client
-from smyth_temporal.clients._base import PICKUP_TIMEOUT
 from smyth_temporal.testing import new_task_queue
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord, MemoryScope, Provenance, memory_id
 from tests.helpers.cli_support import (

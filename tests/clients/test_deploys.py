@@ -19,7 +19,7 @@ from temporalio.client import Client
 from temporalio.common import VersioningBehavior
 
 from smyth_temporal import AgentClient, AgentInput, AgentState, AgentWorkflow
-from smyth_temporal.clients._verify import verify_deploy
+from smyth_temporal.clients import verify_deploy
 from smyth_temporal.devserver import find_binary
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.budget import budget_workflow_id

@@ -42,7 +42,7 @@ from temporalio.worker import Worker
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from smyth_temporal._logging import configure_logging
-from smyth_temporal.clients._base import pollers
+from smyth_temporal.clients import pollers
 from smyth_temporal.tools import Tool, tool, tool_context
 
 # This module defines a workflow, so the sandbox re-imports it: its worker-side imports

@@ -27,10 +27,8 @@ from hypothesis import strategies as st
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import StorageDriverClaim
 
-from smyth_temporal.storage import ContentAddressedFileDriver
-from smyth_temporal.storage._gc import mark_and_sweep
+from smyth_temporal.storage import ContentAddressedFileDriver, mark_and_sweep, read_mark
 from smyth_temporal.storage._inventory import read_inventory
-from smyth_temporal.storage._mark import read_mark
 from tests.storage.test_chunked_store import RETRIEVE, STORE, request_payload
 
 OLDER_THAN = timedelta(days=1)

@@ -27,9 +27,8 @@ from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.mcp import HttpServer, StdioServer, parse_server, secret
 from smyth_temporal.mcp._activities import classify, render_result
 from smyth_temporal.security import Secrets
-from smyth_temporal.tools import MCPTool
+from smyth_temporal.tools import MCPTool, effect_from_annotations, is_destructive
 from smyth_temporal.tools._jsonschema import schema_problems
-from smyth_temporal.tools._mcp import effect_from_annotations, is_destructive
 from smyth_temporal.types import AgentLimits
 from smyth_temporal.types.mcp import MCPToolAnnotations, MCPToolInfo, MCPToolList
 

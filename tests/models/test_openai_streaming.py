@@ -20,8 +20,8 @@ from smyth_temporal.models import (
     ModelResponse,
     OpenAIProvider,
     StreamingModelProvider,
+    to_application_error,
 )
-from smyth_temporal.models._errors import to_application_error
 from smyth_temporal.models._openai import StructuredOutput, _with_openai_errors
 from smyth_temporal.testing import (
     FakeOpenAIServer,

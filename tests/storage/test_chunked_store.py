@@ -45,7 +45,7 @@ from smyth_temporal import (
     tool,
 )
 from smyth_temporal._payloads import payloads_in
-from smyth_temporal.clients._references import referenced_digests
+from smyth_temporal.clients import referenced_digests
 from tests.helpers.trader import Trader
 
 with workflow.unsafe.imports_passed_through():
