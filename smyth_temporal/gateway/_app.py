@@ -31,6 +31,7 @@ from smyth_temporal.gateway._problems import (
     Problem,
     install_error_handlers,
 )
+from smyth_temporal.gateway._responses import router as responses_api
 from smyth_temporal.gateway._runs import router as runs
 from smyth_temporal.gateway._sessions import router as sessions
 from smyth_temporal.gateway._whoami import router as whoami
@@ -41,7 +42,7 @@ __all__ = ["create_app"]
 
 _DESCRIPTION = """\
 Durable agents over HTTP: start runs, follow their events, talk to sessions, decide
-approvals, search memory; and an OpenAI-compatible chat endpoint under `/openai/v1`.
+approvals, search memory; and OpenAI's chat completions and Responses under `/openai/v1`.
 
 Every route but `/healthz` needs an API key (`Authorization: Bearer <key>`, from
 `smyth keys create`), which names the only tenant it reaches and a role: `viewer`
@@ -119,7 +120,17 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
     if insecure_dev:
         app.add_middleware(LoopbackHostOnly)  # no keys: no page elsewhere may reach it
-    for router in (listing, runs, sessions, approvals, memory, whoami, openai_api, agui):
+    for router in (
+        listing,
+        runs,
+        sessions,
+        approvals,
+        memory,
+        whoami,
+        openai_api,
+        responses_api,
+        agui,
+    ):
         app.include_router(router)
     if options.console:
         app.include_router(console)

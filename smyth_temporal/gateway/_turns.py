@@ -11,7 +11,7 @@ a decision lets it go on, and the next message is answered after it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from smyth_temporal.clients import ReplyStream
@@ -93,8 +93,13 @@ def pending_notice(request: ApprovalRequest) -> str:
     )
 
 
-async def turn_items(stream: ReplyStream) -> AsyncIterator[TurnItem]:
-    """The items of one reply, ending with the ``SessionReply`` or a ``TurnPending``."""
+async def turn_items(
+    stream: ReplyStream, *, on_taken: Callable[[MessageCompleted], None] | None = None
+) -> AsyncIterator[TurnItem]:
+    """The items of one reply, ending with the ``SessionReply`` or a ``TurnPending``.
+
+    ``on_taken`` is called with the event of the message itself, once the session takes it.
+    """
     assembler, calls = TextAssembler(), dict[str, ToolCall]()
     events = stream.events()
     try:
@@ -106,6 +111,10 @@ async def turn_items(stream: ReplyStream) -> AsyncIterator[TurnItem]:
                     reset = not now.startswith(before)
                     text = now if reset else now[len(before) :]
                     yield TurnText(event.message_id, text, reset)
+            elif isinstance(event, MessageCompleted) and event.message.role == "user":
+                if on_taken is not None:
+                    on_taken(event)
+                    on_taken = None
             elif isinstance(event, MessageCompleted) and event.message.role == "assistant":
                 message = event.message
                 yield TurnMessage(

@@ -79,6 +79,9 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, Permission]] = [
     ("GET", "/v1/whoami", None, "read"),
     ("GET", "/openai/v1/models", None, "read"),
     ("POST", "/openai/v1/chat/completions", chat("Nobody"), "operate"),
+    ("POST", "/openai/v1/responses", {"model": "Nobody", "input": "hi"}, "operate"),
+    ("GET", "/openai/v1/responses/resp_nope", None, "read"),
+    ("POST", "/openai/v1/responses/resp_nope/cancel", None, "operate"),
 ]
 
 
@@ -192,6 +195,10 @@ async def test_openapi_documents_every_route_with_problem_details(
         "/v1/whoami",
         "/openai/v1/models",
         "/openai/v1/chat/completions",
+        "/openai/v1/responses",
+        "/openai/v1/responses/{response_id}",
+        "/openai/v1/responses/{response_id}/cancel",
+        "/ag-ui/{agent}",
     }
     assert spec["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
     schemas = spec["components"]["schemas"]

@@ -156,6 +156,9 @@ def aim(case: Case, data: st.DataObject, fuzzed: Fuzzed) -> None:
     parameters = case.path_parameters or {}
     if "agent" in parameters and data.draw(st.booleans()):
         parameters["agent"] = data.draw(st.sampled_from(fuzzed.agents))
+    # OpenAI's routes name the agent as the body's model.
+    if isinstance(case.body, dict) and "model" in case.body and data.draw(st.booleans()):
+        case.body["model"] = data.draw(st.sampled_from(fuzzed.agents))
     waits = case.formatted_path.endswith(("/result", "/events"))
     if "workflow_id" in parameters and not waits and data.draw(st.booleans()):
         runs = sorted(i for ids in fuzzed.runs.values() for i in ids)
@@ -172,7 +175,9 @@ def check(case: Case, tenant: str, role: str, key: str, runs: dict[str, set[str]
     """
     # A session's reply (or its stream) waits for the agent, which may wait for a
     # person's approval: a request still waiting is no failure, just not an answer.
-    waits = "/sessions/" in case.formatted_path
+    waits = "/sessions/" in case.formatted_path or case.formatted_path.endswith(
+        ("/chat/completions", "/responses")
+    )
     try:
         response = case.call(
             headers={"Authorization": f"Bearer {key}"},

@@ -1,0 +1,557 @@
+"""OpenAI's Responses API over durable sessions (``/openai/v1/responses``).
+
+A conversation is a session and each response one of its turns: ``model`` names the
+agent, ``input`` (text, or messages of which the last user one is sent) is the turn's
+message, and ``previous_response_id`` continues the same session, so the agent
+remembers (durably, across calls, restarts and replicas) without the client sending
+the conversation again. A response id names its tenant, agent, session and where the
+turn began (``ResponseRef``); it is a name, not a credential: the key's tenant must be
+the id's (another tenant's id is a 404, as a missing one) and every read goes through
+the client acting for the key, so a forged id reaches nothing another key could not.
+
+The output lists the turn's assistant messages (``phase`` ``commentary`` beside tool
+calls, ``final_answer`` for the answer) and, as completed ``function_call`` items with
+their ``output``, the tool calls the agent ran. Streamed, the same items come as the
+Responses events (``response.created`` ... ``response.completed``). A turn that stops at
+a pending approval ends the response ``incomplete``: an ``mcp_approval_request`` item
+and a message name the request (OpenAI allows no reason value of its own for it, so
+``incomplete_details.reason`` is null and ``metadata`` holds ``smyth_pending``); after
+the decision the next response (``previous_response_id``) is answered once the turn is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path, Request, status
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from smyth_temporal.clients import ReplyStream
+from smyth_temporal.exceptions import AgentNotFoundError
+from smyth_temporal.gateway._auth import Operator, Reader
+from smyth_temporal.gateway._gateway import Gateway, GatewayDep, while_connected
+from smyth_temporal.gateway._problems import openai_error, problem_of
+from smyth_temporal.gateway._sessions import open_reply
+from smyth_temporal.gateway._sse import SSE_RESPONSES, encode, event_stream
+from smyth_temporal.gateway._turns import (
+    TurnItem,
+    TurnMessage,
+    TurnPending,
+    TurnText,
+    TurnTool,
+    pending_notice,
+    turn_items,
+)
+from smyth_temporal.security import Principal
+from smyth_temporal.types.agent import AgentState
+from smyth_temporal.types.approvals import ApprovalRequest
+from smyth_temporal.types.events import MessageCompleted
+from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.sessions import SessionReply, session_workflow_id
+
+__all__ = ["ResponseObject", "ResponseRef", "ResponsesRequest", "router"]
+
+router = APIRouter(prefix="/openai/v1", tags=["openai"])
+
+_ID_PREFIX = "resp_"
+
+
+class ResponseRef(BaseModel):
+    """What a response id names: a turn of one tenant's session of one agent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    agent: str
+    session_id: str
+    step: int
+    """The session's step when the turn's message was taken (its messages come after)."""
+
+    @property
+    def workflow_id(self) -> str:
+        """The session's workflow id."""
+        return session_workflow_id(self.agent, self.tenant, self.session_id)
+
+    def encode(self) -> str:
+        """The response id."""
+        packed = json.dumps([self.tenant, self.agent, self.session_id, self.step])
+        return _ID_PREFIX + base64.urlsafe_b64encode(packed.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, response_id: str, caller: Principal) -> ResponseRef:
+        """The turn ``response_id`` names, if it is one of ``caller``'s tenant.
+
+        Raises:
+            HTTPException: 404, alike for a malformed id, another tenant's and a missing one.
+        """
+        missing = HTTPException(status.HTTP_404_NOT_FOUND, f"no response {response_id!r}")
+        if not response_id.startswith(_ID_PREFIX):
+            raise missing
+        body = response_id.removeprefix(_ID_PREFIX)
+        try:
+            fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+            tenant, agent, session_id, step = fields
+            ref = cls(tenant=tenant, agent=agent, session_id=session_id, step=step)
+        except (ValueError, TypeError, binascii.Error):
+            raise missing from None
+        if ref.tenant != caller.tenant:
+            raise missing
+        return ref
+
+
+class ResponsesRequest(BaseModel):
+    """A ``POST /responses`` body; sampling options are accepted and left to the agent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    """The agent's name."""
+    input: str | list[dict[str, Any]]
+    """Text, or input items of which the last user message is sent (the session keeps
+    the conversation)."""
+    instructions: str | None = None
+    """Sent ahead of the input, in the same message: the agent keeps its own."""
+    previous_response_id: str | None = None
+    """Continue that response's session (the same durable conversation)."""
+    stream: bool = False
+    metadata: dict[str, str] | None = None
+
+    def text(self) -> str:
+        """The message for the session.
+
+        Raises:
+            HTTPException: 400 for input without a user text or with items other than text.
+        """
+        text = self.input if isinstance(self.input, str) else _last_user_text(self.input)
+        if not text.strip():
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, "input has no user text to send")
+        return f"{self.instructions}\n\n{text}" if self.instructions else text
+
+
+def _last_user_text(items: list[dict[str, Any]]) -> str:
+    """The last user message's text; other roles are the session's own business."""
+    for item in reversed(items):
+        kind = item.get("type", "message")
+        if kind != "message":
+            raise HTTPException(
+                status.HTTP_400_BAD_REQUEST,
+                f"input item type {str(kind)[:40]!r} is not supported: send messages "
+                "(the agent runs its own tools)",
+            )
+        if item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        if not isinstance(content, list):
+            raise HTTPException(status.HTTP_400_BAD_REQUEST, "a message's content is text or parts")
+        texts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") not in ("input_text", "text"):
+                raise HTTPException(
+                    status.HTTP_400_BAD_REQUEST, "only text parts (input_text) are supported"
+                )
+            texts.append(str(part.get("text", "")))
+        return "".join(texts)
+    return ""
+
+
+class ResponseObject(BaseModel):
+    """A response, in OpenAI's shape (``object: "response"``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    object: Literal["response"] = "response"
+    created_at: float
+    status: Literal["completed", "incomplete", "in_progress", "cancelled", "failed"]
+    model: str
+    output: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, Any] | None = None
+    incomplete_details: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    instructions: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    previous_response_id: str | None = None
+    parallel_tool_calls: bool = False
+    tool_choice: str = "auto"
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    text: dict[str, Any] = Field(default_factory=lambda: {"format": {"type": "text"}})
+
+
+def _usage(usage: Usage | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens, "cache_write_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _text_message(item_id: str, text: str, *, done: bool, final: bool | None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "type": "message",
+        "id": item_id,
+        "role": "assistant",
+        "status": "completed" if done else "in_progress",
+        "content": [{"type": "output_text", "text": text, "annotations": []}] if done else [],
+    }
+    if final is not None:
+        message["phase"] = "final_answer" if final else "commentary"
+    return message
+
+
+def _function_call(item_id: str, call: ToolCall, output: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": item_id,
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "status": "completed",
+        "output": output,
+    }
+
+
+def _approval_request(request: ApprovalRequest, server: str) -> dict[str, Any]:
+    return {
+        "type": "mcp_approval_request",
+        "id": request.id,
+        "name": request.tool,
+        "arguments": json.dumps(request.arguments),
+        "server_label": server,
+    }
+
+
+class _Builder:
+    """A response built from a turn's items, with the events that tell it as it grows.
+
+    The streamed and the whole response are the same object: the stream's last event
+    carries what ``response`` holds at the end.
+    """
+
+    def __init__(self, response: ResponseObject) -> None:
+        self.response = response
+        self._base = hashlib.sha256(response.id.encode()).hexdigest()[:16]
+        self._sequence = 0
+        self._open: dict[str, tuple[int, str]] = {}  # live message id -> (index, text)
+
+    def start(self) -> list[dict[str, Any]]:
+        """``response.created`` and ``response.in_progress``."""
+        return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
+
+    def add(self, item: TurnItem) -> list[dict[str, Any]]:
+        """The events ``item`` makes (also applied to ``response``)."""
+        if isinstance(item, TurnText):
+            return self._text(item.message_id, item.text, item.reset)
+        if isinstance(item, TurnMessage):
+            events = self._text(item.message_id, item.content, reset=True) if item.content else []
+            return events + self._close(item.message_id, item.content, final=item.final)
+        if isinstance(item, TurnTool):
+            index = len(self.response.output)
+            done = _function_call(f"fc_{self._base}_{index}", item.call, item.content)
+            return self._whole(done)
+        if isinstance(item, TurnPending):
+            return self._pending(item.request)
+        return self._completed(item)
+
+    def _text(self, message_id: str, text: str, reset: bool) -> list[dict[str, Any]]:
+        events = []
+        if message_id not in self._open:
+            index = len(self.response.output)
+            item_id = f"msg_{self._base}_{index}"
+            added = _text_message(item_id, "", done=False, final=None)
+            self.response.output.append(added)
+            self._open[message_id] = (index, "")
+            part = {"type": "output_text", "text": "", "annotations": []}
+            events += [
+                self._event("response.output_item.added", output_index=index, item=added),
+                self._event(
+                    "response.content_part.added", **self._at(index), content_index=0, part=part
+                ),
+            ]
+        index, before = self._open[message_id]
+        now = text if reset else before + text
+        # A stream cannot take text back: what extends the text sent goes out, or, when
+        # a retried model call wrote otherwise, its text after a line break (the done
+        # events and the response carry the message's true text).
+        delta = now[len(before) :] if now.startswith(before) else "\n" + now
+        self._open[message_id] = (index, now)
+        if delta:
+            events.append(
+                self._event(
+                    "response.output_text.delta",
+                    **self._at(index),
+                    content_index=0,
+                    delta=delta,
+                    logprobs=[],
+                )
+            )
+        return events
+
+    def _close(self, message_id: str, text: str, *, final: bool) -> list[dict[str, Any]]:
+        if message_id not in self._open:
+            return []  # a message of tool calls only: no text item
+        index, _ = self._open.pop(message_id)
+        item = _text_message(self.response.output[index]["id"], text, done=True, final=final)
+        self.response.output[index] = item
+        at = {**self._at(index), "content_index": 0}
+        return [
+            self._event("response.output_text.done", **at, text=text, logprobs=[]),
+            self._event("response.content_part.done", **at, part=item["content"][0]),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def _close_open(self, message_id: str) -> list[dict[str, Any]]:
+        """Close a message whose end never came, with the text it has."""
+        return self._close(message_id, self._open[message_id][1], final=False)
+
+    def _whole(self, item: dict[str, Any]) -> list[dict[str, Any]]:
+        index = len(self.response.output)
+        self.response.output.append(item)
+        return [
+            self._event("response.output_item.added", output_index=index, item=item),
+            self._event("response.output_item.done", output_index=index, item=item),
+        ]
+
+    def _pending(self, request: ApprovalRequest) -> list[dict[str, Any]]:
+        events = [e for m in list(self._open) for e in self._close_open(m)]
+        notice = f"msg_{self._base}_{len(self.response.output)}"
+        events += self._whole(_text_message(notice, pending_notice(request), done=True, final=True))
+        events += self._whole(_approval_request(request, self.response.model))
+        self.response.status = "incomplete"
+        self.response.incomplete_details = {"reason": None}
+        self.response.metadata = {**self.response.metadata, "smyth_pending": request.id}
+        return [*events, self._lifecycle("response.incomplete")]
+
+    def _completed(self, reply: SessionReply) -> list[dict[str, Any]]:
+        events = [e for m in list(self._open) for e in self._close_open(m)]
+        self.response.status = "completed"
+        self.response.usage = _usage(reply.turn_usage)
+        return [*events, self._lifecycle("response.completed")]
+
+    def _at(self, index: int) -> dict[str, Any]:
+        return {"output_index": index, "item_id": self.response.output[index]["id"]}
+
+    def _lifecycle(self, kind: str) -> dict[str, Any]:
+        return self._event(kind, response=self.response.model_dump(mode="json"))
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        self._sequence += 1
+        return {"type": kind, "sequence_number": self._sequence, **fields}
+
+
+async def _taken(stream: ReplyStream, step: list[int]) -> AsyncIterator[TurnItem]:
+    """``turn_items``, noting the step at which the session took the message in ``step``."""
+
+    def took(event: MessageCompleted) -> None:
+        step.append(event.step)
+
+    async for item in turn_items(stream, on_taken=took):
+        yield item
+
+
+@router.post(
+    "/responses",
+    summary="Create a response (a turn of an agent's session)",
+    response_model=ResponseObject,
+    responses=SSE_RESPONSES,
+)
+async def create_response(
+    body: ResponsesRequest, caller: Operator, gateway: GatewayDep, request: Request
+) -> ResponseObject | StreamingResponse:
+    """Send ``input`` to a session of agent ``model`` and answer with the turn.
+
+    Without ``previous_response_id`` a new session begins; with it, that response's
+    session goes on. With ``stream`` the response comes as Responses events.
+    """
+    name = gateway.agent(body.model)
+    text = body.text()
+    session_id = await _session_of(gateway, caller, name, body.previous_response_id)
+    taken: list[int] = []
+    source = await open_reply(gateway, name, session_id, text, caller, lambda s: _taken(s, taken))
+    created = time.time()
+
+    def builder() -> _Builder:
+        ref = ResponseRef(
+            tenant=caller.tenant, agent=name, session_id=session_id, step=taken[0] if taken else 0
+        )
+        return _Builder(
+            ResponseObject(
+                id=ref.encode(),
+                created_at=created,
+                status="in_progress",
+                model=name,
+                instructions=body.instructions,
+                metadata=body.metadata or {},
+                previous_response_id=body.previous_response_id,
+            )
+        )
+
+    if body.stream:
+        state: list[_Builder] = []
+
+        def render(item: TurnItem) -> bytes:
+            events = []
+            if not state:  # the first item came after the session took the message
+                state.append(builder())
+                events += state[0].start()
+            events += state[0].add(item)
+            return b"".join(encode(json.dumps(e), event=e["type"]) for e in events)
+
+        return event_stream(
+            source,
+            render,
+            idle=gateway.options.ping_interval,
+            on_error=_error_event,
+        )
+
+    async def whole() -> ResponseObject:
+        built: _Builder | None = None
+        try:
+            async for item in source.items(gateway.options.ping_interval):
+                if item is not None:
+                    built = built or builder()
+                    built.add(item)
+        finally:
+            await source.aclose()
+        assert built is not None  # a turn ends with its reply or a pending approval
+        return built.response
+
+    return await while_connected(request, whole())
+
+
+def _error_event(exc: Exception) -> bytes:
+    """An error after the stream began, as the Responses API's ``error`` event."""
+    error = openai_error(problem_of(exc))["error"]
+    data = {"type": "error", "sequence_number": 0, "param": None, **error}
+    return encode(json.dumps(data), event="error")
+
+
+async def _session_of(gateway: Gateway, caller: Principal, agent: str, previous: str | None) -> str:
+    """The session a new response goes to: the previous response's, or a new one.
+
+    Raises:
+        HTTPException: 404 for a previous response that is not the caller's tenant's or
+            whose session is gone; 400 for one of another agent. Nothing is started.
+    """
+    if previous is None:
+        return f"resp-{uuid.uuid4().hex}"
+    ref = ResponseRef.decode(previous, caller)
+    if ref.agent != agent:
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST,
+            f"previous_response_id {previous!r} is a response of agent {ref.agent!r}, "
+            f"not {agent!r}",
+        )
+    try:
+        state = await gateway.acting_for(caller).state(
+            ref.workflow_id, timeout=gateway.options.worker_timeout
+        )
+    except AgentNotFoundError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {previous!r}") from None
+    if state.pending_approvals:
+        # The message would wait behind the undecided turn, silently: refuse it instead.
+        request = state.pending_approvals[0]
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"the session waits for a decision on request {request.id} ({request.tool}): "
+            "decide it, then send the input again (it was not sent)",
+        )
+    return ref.session_id
+
+
+ResponseId = Annotated[str, Path(min_length=1, max_length=2000, description="a response id")]
+
+
+@router.get("/responses/{response_id}", summary="Retrieve a response")
+async def get_response(
+    response_id: ResponseId, caller: Reader, gateway: GatewayDep
+) -> ResponseObject:
+    """The response as its session holds it now.
+
+    A turn that waited for approval when it was created may have completed since.
+    Answers while the turn is among the session's recent messages
+    (``AgentConfig.state_messages``); ``usage`` is only in the created response.
+    """
+    ref, state = await _state(response_id, caller, gateway)
+    return _rebuilt(response_id, ref, state)
+
+
+@router.post("/responses/{response_id}/cancel", summary="Cancel a response")
+async def cancel_response(
+    response_id: ResponseId, caller: Operator, gateway: GatewayDep
+) -> ResponseObject:
+    """Stop the response's turn if it still runs or waits for approval.
+
+    An interrupt: running tool calls finish, a pending approval is withdrawn. A
+    finished response is a 409.
+    """
+    ref, state = await _state(response_id, caller, gateway)
+    response = _rebuilt(response_id, ref, state)
+    if response.status not in ("in_progress", "incomplete"):
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"response {response_id!r} has finished: nothing to cancel"
+        )
+    await gateway.acting_for(caller).interrupt(
+        ref.workflow_id, reason="cancelled through the Responses API"
+    )
+    return response.model_copy(update={"status": "cancelled"})
+
+
+async def _state(
+    response_id: str, caller: Principal, gateway: Gateway
+) -> tuple[ResponseRef, AgentState]:
+    ref = ResponseRef.decode(response_id, caller)
+    if ref.agent not in gateway.agent_names:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {response_id!r}")
+    try:
+        state = await gateway.acting_for(caller).state(
+            ref.workflow_id, timeout=gateway.options.worker_timeout
+        )
+    except AgentNotFoundError:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {response_id!r}") from None
+    return ref, state
+
+
+def _rebuilt(response_id: str, ref: ResponseRef, state: AgentState) -> ResponseObject:
+    """The response of turn ``ref`` from the session's recent messages."""
+    turn = [m for m in state.messages if m.step is not None and m.step > ref.step]
+    truncated = state.message_count > len(state.messages)
+    if truncated and state.step > ref.step and (not turn or turn[0].step != ref.step + 1):
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND,
+            f"response {response_id!r} is no longer among the session's recent messages",
+        )
+    builder = _Builder(
+        ResponseObject(id=response_id, created_at=0, status="in_progress", model=ref.agent)
+    )
+    calls: dict[str, ToolCall] = {}
+    for message in turn:
+        if message.role == "assistant":
+            builder.add(_as_turn(message))
+            calls.update({c.wire_id: c for c in message.tool_calls})
+            if not message.tool_calls:
+                builder.response.status = "completed"
+                return builder.response
+        elif message.role == "tool" and message.tool_call_id in calls:
+            builder.add(TurnTool(calls[message.tool_call_id], message.content or "", False))
+    pending = [a for a in state.pending_approvals if a.step > ref.step]
+    if pending:
+        builder.add(TurnPending(pending[0]))
+    return builder.response
+
+
+def _as_turn(message: Message) -> TurnMessage:
+    return TurnMessage(f"step-{message.step}", message.content or "", tuple(message.tool_calls))
