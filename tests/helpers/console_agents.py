@@ -38,7 +38,9 @@ async def read_filing(symbol: str, section: str) -> str:
 
 @tool(
     effect="side_effect",
-    requires_approval=ApprovalPolicy(deadline=PURGE_DEADLINE, on_timeout="reject"),
+    requires_approval=True,
+    approval_timeout=PURGE_DEADLINE,
+    on_timeout="reject",
 )
 async def purge_cache(service: str) -> str:
     """Purge a service's cache (rejected if nobody approves within 15 s).
