@@ -23,8 +23,9 @@ from smyth_temporal import (
     PauseUnavailableError,
 )
 from smyth_temporal.cli.main import main
+from smyth_temporal.clients import is_paused_execution
 from smyth_temporal.clients._pause import is_paused
-from smyth_temporal.clients._visibility import executions, is_paused_execution
+from smyth_temporal.clients._visibility import executions
 from smyth_temporal.devserver import find_binary
 from smyth_temporal.testing import agent_worker, reply, tool_call
 from tests.helpers.agents import read_ledger

@@ -15,7 +15,8 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
-from smyth_temporal.models._errors import is_retryable_status, to_application_error
+from smyth_temporal.models import to_application_error
+from smyth_temporal.models._errors import is_retryable_status
 from smyth_temporal.testing import FakeOpenAIServer, FakeResponse, chat_completion, error_response
 
 API_KEY = "sk-test-secret-0123456789"

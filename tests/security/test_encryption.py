@@ -44,8 +44,15 @@ from tests.helpers.trading import read_ledger
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.devserver import find_binary
     from smyth_temporal.models import ModelRequest, ModelResponse
-    from smyth_temporal.security import EncryptionCodec, EncryptionKey, KeyRing, new_key, refusal
-    from smyth_temporal.security._plaintext import REFUSED_ENCODING, SealedPayloadConverter
+    from smyth_temporal.security import (
+        EncryptionCodec,
+        EncryptionKey,
+        KeyRing,
+        SealedPayloadConverter,
+        new_key,
+        refusal,
+    )
+    from smyth_temporal.security._plaintext import REFUSED_ENCODING
     from smyth_temporal.storage import ContentAddressedFileDriver
     from smyth_temporal.storage._namespaces import NAMESPACES_DIR
     from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call

@@ -51,9 +51,13 @@ from tests.helpers.trader import Trader
 with workflow.unsafe.imports_passed_through():
     from smyth_temporal.models import ModelRequest, ModelResponse
     from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
-    from smyth_temporal.storage import ContentAddressedFileDriver, default_payload_storage
+    from smyth_temporal.storage import (
+        ContentAddressedFileDriver,
+        default_payload_storage,
+        store_stats,
+    )
     from smyth_temporal.storage._chunks import split
-    from smyth_temporal.storage._gc import collect_garbage, store_stats
+    from smyth_temporal.storage._gc import collect_garbage
     from smyth_temporal.storage._inventory import read_inventory
     from smyth_temporal.storage._tree import FANOUT, Node, build_tree, parse_node
     from smyth_temporal.testing import ScriptedModel, reply, tool_call

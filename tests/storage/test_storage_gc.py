@@ -36,11 +36,19 @@ from temporalio.worker import Worker
 from smyth_temporal import SmythPlugin
 from smyth_temporal._payloads import payloads_in
 from smyth_temporal.clients import referenced_digests
-from smyth_temporal.storage import DRIVER_NAME, ContentAddressedFileDriver, read_mark, store_clock
-from smyth_temporal.storage._claims import EncodedReferenceError, stored_digests
-from smyth_temporal.storage._gc import mark_and_sweep, sweep
+from smyth_temporal.storage import (
+    DRIVER_NAME,
+    ContentAddressedFileDriver,
+    mark_and_sweep,
+    read_mark,
+    recorded_namespaces,
+    store_clock,
+    stored_digests,
+)
+from smyth_temporal.storage._claims import EncodedReferenceError
+from smyth_temporal.storage._gc import sweep
 from smyth_temporal.storage._inventory import read_inventory
-from smyth_temporal.storage._namespaces import record_namespace, recorded_namespaces
+from smyth_temporal.storage._namespaces import record_namespace
 from tests.storage.test_chunked_store import RETRIEVE, STORE, request_payload
 from tests.storage.test_storage_hardening import age, orphan, smyth
 
