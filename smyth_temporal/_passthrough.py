@@ -5,7 +5,7 @@ with it every module that module imports and nobody passed through. An agent mod
 that imports its tools and their pydantic models from a module of its own then builds
 all of them again for each run: every model class is a new pydantic schema, and a run
 parked for a person's decision keeps its copies for as long as it waits (about 75 KiB
-a run for ``tests.agents``, more than the whole of a plain temporalio workflow).
+a run for ``tests.helpers.agents``, more than the whole of a plain temporalio workflow).
 
 temporalio's advice is to import such modules under
 ``workflow.unsafe.imports_passed_through()``. A worker knows which modules its agents'
