@@ -9,9 +9,9 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
   ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_whoami`` (the
   caller's key); ``console``: the web console, static pages that call the API from the
   browser;
-- identity: the key file and principals live in ``smyth_temporal.security`` (every
-  interface shares them); here ``_throttle`` (the brake on failed authentications) and
-  ``_auth`` (the FastAPI dependencies);
+- identity: the key file, principals and the brake on failed authentications live in
+  ``smyth_temporal.security`` (every interface shares them); here ``_auth`` (the FastAPI
+  dependencies);
 - plumbing: ``_gateway`` (what routes share, tenancy checks), ``_problems`` (errors as
   RFC 9457 problem details), ``_sse`` (Server-Sent Events), ``_limits`` (body size),
   ``_models`` (request and response bodies); ``BodyLimit`` and ``AnnouncingServer``

@@ -452,6 +452,20 @@ def test_every_face_has_the_names_it_exports() -> None:
     assert missing == []
 
 
+def test_package_docstrings_name_modules_that_exist() -> None:
+    # A face's docstring is its package's map (``_runs``: one run, ...): a module it
+    # names that has moved or gone sends the reader to nothing.
+    missing = []
+    for name, path in _modules():
+        if path.name != "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        for module in re.findall(r"``(_[a-z][a-z_]*)``", doc):
+            if not ((path.parent / f"{module}.py").exists() or (path.parent / module).is_dir()):
+                missing.append(f"{name} names {module}")
+    assert missing == []
+
+
 def _quoted_layers(text: str, tick: str) -> list[tuple[str, set[str]]]:
     """The numbered list of layers in ``text``: each item's name and the packages it names."""
     layers = []
