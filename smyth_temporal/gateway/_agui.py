@@ -351,7 +351,9 @@ class _Events:
     _started: bool = False
     _text: TextAssembler = field(default_factory=TextAssembler)
     _sent: dict[str, str] = field(default_factory=dict)
-    """The text sent so far of each open message."""
+    """The text sent so far of each message started."""
+    _ended: set[str] = field(default_factory=set)
+    """The messages ended (``TEXT_MESSAGE_END`` sent)."""
     _calls: set[str] = field(default_factory=set)
 
     def render(self, item: _Item) -> bytes:
@@ -400,6 +402,8 @@ class _Events:
         return []
 
     def _delta(self, message_id: str, event: TextDelta | TextReset) -> list[BaseEvent]:
+        if message_id in self._ended:
+            return []  # AG-UI admits no content after a message's end
         before = self._text.text(message_id)
         now = self._text.add(event)
         if now is None or now == before:
@@ -423,7 +427,7 @@ class _Events:
         message, message_id = event.message, event.message_id or f"message-{event.offset}"
         events: list[BaseEvent] = []
         if message_id in self._sent:
-            events.append(TextMessageEndEvent(message_id=message_id))
+            events += self._close(message_id)
         elif message.content:  # not streamed: the whole text at once
             events += [
                 TextMessageStartEvent(message_id=message_id, role="assistant"),
@@ -431,6 +435,7 @@ class _Events:
                 TextMessageEndEvent(message_id=message_id),
             ]
             self._sent[message_id] = message.content
+            self._ended.add(message_id)
         for call in message.tool_calls:
             if call.id in self._calls:
                 continue
@@ -445,10 +450,19 @@ class _Events:
             events.append(ToolCallEndEvent(tool_call_id=call.id))
         return events
 
+    def _close(self, message_id: str) -> list[BaseEvent]:
+        if message_id in self._ended:
+            return []
+        self._ended.add(message_id)
+        return [TextMessageEndEvent(message_id=message_id)]
+
     def _end(self, end: _End) -> list[BaseEvent]:
-        events: list[BaseEvent] = [
+        # A message cut off before it completed (an interrupted model call) still ends:
+        # AG-UI closes a run only once everything it opened is closed.
+        events: list[BaseEvent] = [e for m in list(self._sent) for e in self._close(m)]
+        events.append(
             StateSnapshotEvent(snapshot=end.state.model_dump(mode="json"), timestamp=_now())
-        ]
+        )
         pending = end.state.pending_approvals
         if pending:
             outcome: Any = RunFinishedInterruptOutcome(
