@@ -41,7 +41,12 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 
 from smyth_temporal.exceptions import ConfigurationError, ServerUnavailableError
-from smyth_temporal.settings import DEFAULT_NAMESPACE, WORKFLOW_PAUSE_SETTING
+from smyth_temporal.settings import (
+    DEFAULT_DEV_PORT,
+    DEFAULT_NAMESPACE,
+    STATE_DIR,
+    WORKFLOW_PAUSE_SETTING,
+)
 from smyth_temporal.types.visibility import SEARCH_ATTRIBUTES, search_attribute_types
 
 __all__ = [
@@ -61,10 +66,7 @@ __all__ = [
 
 log = structlog.get_logger("smyth_temporal.devserver")
 
-DEFAULT_DEV_PORT = 7233
-"""The dev server's gRPC port when nothing else is said (Temporal's own default)."""
-
-DEFAULT_STATE_DIR = Path(".smyth")
+DEFAULT_STATE_DIR = Path(STATE_DIR)
 """Where ``smyth dev`` keeps the SQLite database and the server's log."""
 
 UI_PORT_OFFSET = 1000

@@ -25,7 +25,6 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from pydantic_settings.sources.utils import parse_env_vars
 
 from smyth_temporal.exceptions import ConfigurationError
 
@@ -92,9 +91,9 @@ class _Environ(EnvSettingsSource):
     def _load_env_vars(self) -> Mapping[str, str | None]:
         if self._environ is None:
             return super()._load_env_vars()
-        return parse_env_vars(
-            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
-        )
+        # As pydantic-settings reads os.environ with this config: names as they are
+        # (case_sensitive), an empty value as unset (env_ignore_empty).
+        return {name: value for name, value in self._environ.items() if value != ""}
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         if not reads_environment(field):

@@ -33,7 +33,7 @@ DEFAULT_UI_ORIGIN = "http://localhost:8233"
 """The UI of ``smyth dev`` (its gRPC port + 1000)."""
 
 DEFAULT_DEV_PORT = 7233
-"""The dev server's gRPC port when neither an option nor a local address says one."""
+"""The dev server's gRPC port when nothing else is said (Temporal's own default)."""
 
 CODEC_TOKEN_ENV = "SMYTH_CODEC_TOKEN"
 """The bearer token (or URL segment) that allows decoding.
