@@ -214,6 +214,13 @@ def the_run_view_is_compact(driver: WebDriver, url: str, key: str, workflow_id: 
     assert height < 2 * viewport, (height, viewport)
     driver.set_window_size(1400, height + 200)  # the whole page in one picture
     screenshot(driver, "run-seven-steps-whole")
+    driver.set_window_size(390, 844)  # a phone: one-line tool calls are cut, not scrolled
+    width, room = driver.execute_script(
+        "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    screenshot(driver, "run-seven-steps-phone")
+    assert width <= room, (width, room)
+    driver.set_window_size(1400, 1000)
 
     first = rows[0]
     first.find_element(By.TAG_NAME, "summary").click()  # a result opens on click

@@ -660,8 +660,8 @@ function memoryCard(record, score) {
   const card = h("li", { class: "card memory", "data-memory": record.id },
     h("p", { class: "text" }, record.text),
     h("p", { class: "meta" }, record.kind + " · " + record.scope.namespace +
-      (score === null ? "" : " · score " + score.toFixed(3)) + " · ", when(record.created_at)),
-    h("p", { class: "meta" }, "id ", h("code", { class: "memory-id" }, record.id)),
+      (score === null ? "" : " · score " + score.toFixed(3)) + " · ", when(record.created_at),
+      " · id ", h("code", { class: "memory-id" }, record.id)),
     may("admin") ? actions : null, error);
   const offer = () => actions.replaceChildren(
     h("button", { type: "button", class: "forget", onclick: confirm }, "Forget…"));
