@@ -127,6 +127,17 @@ def approve_selected(driver: WebDriver, workflow_id: str, request_id: str) -> No
     assert problem.is_displayed() and "is already expired" in problem.text
 
 
+def a_card_pins_the_hash_it_shows(driver: WebDriver, workflow_id: str, request_id: str) -> None:
+    """The bulk decision sends the hash the card was drawn with: another one is refused."""
+    card = shown(driver, f'#view article[data-key="{workflow_id}/{request_id}"]')
+    driver.execute_script("arguments[0].dataset.sha = '0'.repeat(64)", card)  # not shown
+    card.find_element(By.CSS_SELECTOR, "input.pick").click()
+    driver.find_element(By.CSS_SELECTOR, ".bulk .approve").click()
+    problem = shown(driver, f'#view article[data-key="{workflow_id}/{request_id}"] .bulk-error')
+    assert "arguments_sha256 does not match" in problem.text
+    assert card.get_attribute("data-status") == "pending"
+
+
 async def test_a_request_that_expired_while_selected_is_refused_on_its_card_saying_so(
     client: Client, task_queue: str, keys: Keys, browser: WebDriver, ledger: Path
 ) -> None:
@@ -155,8 +166,13 @@ async def test_a_request_that_expired_while_selected_is_refused_on_its_card_sayi
         await until(expired, "the purge request expired", timeout=WAIT)
         await asyncio.to_thread(approve_selected, browser, workflow_id, request["id"])
 
-        # The sale still waits, untouched by the refused decision; approved, the run ends.
+        # The sale still waits, untouched by the refused decision, and is refused too when
+        # its card's hash is not the one it was drawn with; approved, the run ends.
         sale_request = await pending_request(running, keys, workflow_id, tool="sell")
+        await asyncio.to_thread(
+            a_card_pins_the_hash_it_shows, browser, workflow_id, sale_request["id"]
+        )
+        assert (await pending_request(running, keys, workflow_id, tool="sell")) == sale_request
         approved = await http.post(
             f"/v1/runs/{workflow_id}/approvals/{sale_request['id']}",
             json={"approved": True, "arguments_sha256": sale_request["arguments_sha256"]},

@@ -230,14 +230,19 @@ function notAllowed(action) {
 function approvalCard(workflowId, agent, request, card = h("article", { class: "card approval" })) {
   const argumentsList = h("dl", { class: "arguments" },
     Object.entries(request.arguments).map(([name, value]) => [h("dt", {}, name), h("dd", {}, pretty(value))]));
+  // In the inbox (data-selectable), a request the key may decide can join a bulk decision;
+  // a selection survives a redraw only if the arguments shown are the same.
+  const picked = card.querySelector("input.pick");
+  const kept = picked !== null && picked.checked && card.dataset.sha === request.arguments_sha256;
   card.dataset.request = request.id;
+  card.dataset.workflow = workflowId;
+  card.dataset.agent = agent || "";
+  card.dataset.sha = request.arguments_sha256; // what a bulk decision on this card pins
   card.dataset.status = request.status;
   card.setAttribute("aria-label", "Approval: " + request.tool);
-  // In the inbox (data-selectable), a request the key may decide can join a bulk decision.
-  const picked = card.querySelector("input.pick");
   const pick = "selectable" in card.dataset && request.status === "pending" && decideRefusal(request) === null
     ? h("input", { type: "checkbox", class: "pick", "aria-label": "Select " + request.tool + " in " + workflowId,
-      checked: picked !== null && picked.checked })
+      checked: kept })
     : null;
   const decidedHere = (outcome) => {
     approvalCard(workflowId, agent, outcome, card);
@@ -383,8 +388,7 @@ function approvalsView(signal) {
   const list = h("div", { class: "cards" });
   const status = h("p", { class: "status", role: "status" });
   const empty = h("p", { class: "empty", hidden: true }, "Nothing waits for a decision.");
-  const requests = new Map(); // data-key -> {workflowId, agent, request}, as last listed
-  const bulk = bulkBar(list, requests);
+  const bulk = bulkBar(list);
   show(h("h2", {}, "Approvals"), status, may("approve") ? bulk.bar : null, empty, list);
   poll(async () => {
     const { approvals } = await call("approvals", { signal });
@@ -401,11 +405,10 @@ function approvalsView(signal) {
     }
     for (const pending of approvals) {
       const key = pending.workflow_id + "/" + pending.request.id;
-      requests.set(key, { workflowId: pending.workflow_id, agent: pending.agent, request: pending.request });
       const votes = String((pending.request.votes || []).length);
       const shown = list.querySelector('[data-key="' + CSS.escape(key) + '"]');
-      if (shown && shown.dataset.votes === votes) continue;
-      // New, or someone's vote counted since (quorum progress): drawn (again).
+      if (shown && shown.dataset.votes === votes && shown.dataset.sha === pending.request.arguments_sha256) continue;
+      // New, someone's vote counted since (quorum progress), or other arguments: drawn (again).
       const card = shown || h("article", { class: "card approval", "data-key": key, "data-selectable": "" });
       approvalCard(pending.workflow_id, pending.agent, pending.request, card);
       card.dataset.votes = votes;
@@ -422,7 +425,7 @@ function approvalsView(signal) {
  * shows. Each answer lands on its own card: a refused one (expired, settled by its
  * quorum) says why there, and changes nothing else.
  */
-function bulkBar(list, requests) {
+function bulkBar(list) {
   const count = h("span", { class: "count" }, "0 selected");
   const all = h("input", { type: "checkbox", id: "pick-all", class: "pick-all" });
   const approve = h("button", { type: "button", class: "approve", disabled: true }, "Approve selected");
@@ -441,19 +444,20 @@ function bulkBar(list, requests) {
   list.addEventListener("change", (event) => { if (event.target.matches("input.pick")) update(); });
   const decideAll = async (approved) => {
     const cards = picks().filter((box) => box.checked).map((box) => box.closest("article"));
-    const decisions = cards.map((card) => {
-      const { workflowId, request } = requests.get(card.dataset.key);
-      return { workflow_id: workflowId, request_id: request.id, approved, arguments_sha256: request.arguments_sha256 };
-    });
+    // Each decision pins the hash of the arguments its card shows (data-sha, set when drawn),
+    // never a newer listing's: nobody approves arguments they were not shown.
+    const decisions = cards.map((card) => ({
+      workflow_id: card.dataset.workflow, request_id: card.dataset.request, approved,
+      arguments_sha256: card.dataset.sha,
+    }));
     approve.disabled = reject.disabled = true;
     error.textContent = "";
     try {
       const { results } = await call("approvals/decisions", { method: "POST", body: { decisions } });
       results.forEach((result, index) => {
         const card = cards[index];
-        const { workflowId, agent } = requests.get(card.dataset.key);
         if (result.outcome) {
-          approvalCard(workflowId, agent, result.outcome.request, card);
+          approvalCard(card.dataset.workflow, card.dataset.agent || null, result.outcome.request, card);
         } else {
           const problem = card.querySelector(".bulk-error") || card.appendChild(h("p", { class: "error bulk-error", role: "alert" }));
           problem.textContent = result.problem ? result.problem.detail : "refused (" + result.status + ")";
