@@ -388,7 +388,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
     "tests.mcp.test_mcp_http": {"smyth_temporal.tools._tool"},
     "tests.models.test_fake_openai": {"smyth_temporal.testing._fake_openai"},
     "tests.models.test_openai_streaming": {"smyth_temporal.testing._fake_stream"},
-    "tests.notifications.test_channels": {"smyth_temporal._redaction"},
     "tests.security.test_encryption": {
         "smyth_temporal._payloads",
         "smyth_temporal.storage._namespaces",

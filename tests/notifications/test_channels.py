@@ -16,7 +16,6 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from smyth_temporal._redaction import register_secret
 from smyth_temporal.cli.main import main
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.notifications import (
@@ -189,14 +188,15 @@ def test_the_email_subject_stays_one_line_whatever_the_workflow_id() -> None:
     assert "Run:       pay  Bcc: everyone@example.com (Payer)" in message.get_content()
 
 
-def test_secrets_the_worker_resolved_are_masked_in_what_it_sends() -> None:
-    register_secret("LEDGER_TOKEN", "tok-9f8e7d6c5b4a")
-    body = webhook_body(notice({"auth": "tok-9f8e7d6c5b4a"}), None)
+def test_secrets_the_worker_holds_are_masked_in_what_it_sends() -> None:
+    # A webhook URL is a credential (Slack's path is its token): configuring the channel
+    # registers it, and arguments that quote it (a model that saw it somewhere) are masked.
+    url = "https://hooks.example.com/T0/B0/tok-9f8e7d6c5b4a"
+    Notifications.parse([f"ledger={url}"], webhook_secret=SECRET)
+    body = webhook_body(notice({"auth": url}), None)
     assert "tok-9f8e7d6c5b4a" not in json.dumps(body)
-    assert body["request"]["arguments"] == {"auth": "[secret:LEDGER_TOKEN]"}
-    mail = email_message(
-        notice({"auth": "tok-9f8e7d6c5b4a"}), None, sender="a@b.co", recipients=("c@d.co",)
-    )
+    assert body["request"]["arguments"] == {"auth": "[secret:notify:ledger]"}
+    mail = email_message(notice({"auth": url}), None, sender="a@b.co", recipients=("c@d.co",))
     assert "tok-9f8e7d6c5b4a" not in mail.as_string()
 
 
