@@ -351,7 +351,7 @@ class _Events:
     _started: bool = False
     _text: TextAssembler = field(default_factory=TextAssembler)
     _sent: dict[str, str] = field(default_factory=dict)
-    """The text sent so far of each message started."""
+    """The text of each message started, as its events so far have shown it."""
     _ended: set[str] = field(default_factory=set)
     """The messages ended (``TEXT_MESSAGE_END`` sent)."""
     _calls: set[str] = field(default_factory=set)
@@ -409,11 +409,13 @@ class _Events:
         if now is None or now == before:
             return []
         events = self._open(message_id)
-        sent = self._sent[message_id]
+        shown = self._sent[message_id]
+        if shown.startswith(now):
+            return events  # a retry writing again what is shown: nothing new yet
         # AG-UI cannot take text back: a retried model call that wrote something else
-        # goes on after a line break (the message's final text is the truth).
-        piece = now[len(sent) :] if now.startswith(sent) else "\n" + now
-        self._sent[message_id] = now if now.startswith(sent) else sent + piece
+        # goes on after a line break, once (the message's final text is the truth).
+        piece = now[len(shown) :] if now.startswith(shown) else "\n" + now
+        self._sent[message_id] = now
         events.append(TextMessageContentEvent(message_id=message_id, delta=piece))
         return events
 

@@ -8,7 +8,8 @@ approval. Every event must parse as ``ag-ui-protocol``'s own type and the stream
 keep AG-UI 1.0's rules: it opens with ``RUN_STARTED`` and closes with ``RUN_FINISHED``;
 a message's content comes between its start and its end, never empty; a tool call opens
 once, its arguments and end follow its start, its result its end; everything opened is
-closed before ``RUN_FINISHED``. Without retries, a message's content is its final text.
+closed before ``RUN_FINISHED``. Without retries, a message's content is its final text;
+with them, it ends with the final attempt's text and grows no longer than the attempts.
 """
 
 from __future__ import annotations
@@ -41,29 +42,28 @@ pieces = st.lists(st.text(min_size=0, max_size=6), max_size=5)
 
 
 @st.composite
-def message(draw: st.DrawFn, number: int) -> tuple[list[AgentEvent], str, bool]:
-    """One assistant message's events, its final text, and whether it was retried."""
+def message(draw: st.DrawFn, number: int) -> tuple[list[AgentEvent], list[str]]:
+    """One assistant message's events and the text of each attempt (the last is final)."""
     message_id = f"m{number}"
     events: list[AgentEvent] = []
-    attempts = draw(st.integers(1, 3))
-    final: list[str] = []
-    for attempt in range(1, attempts + 1):
+    written: list[str] = []
+    for attempt in range(1, draw(st.integers(1, 3)) + 1):
         if attempt > 1:
             events.append(TextReset(message_id=message_id, attempt=attempt))
-        final = draw(pieces) if draw(st.booleans()) else []
-        events += [TextDelta(message_id=message_id, text=piece, attempt=attempt) for piece in final]
-    text = "".join(final)
+        parts = draw(pieces) if draw(st.booleans()) else []
+        events += [TextDelta(message_id=message_id, text=p, attempt=attempt) for p in parts]
+        written.append("".join(parts))
     if draw(st.booleans()):  # the model's final message; else cut off (an interrupt)
         calls = [
             ToolCall(id=f"call_{number}_{i}", name="sell", arguments=json.dumps({"n": i}))
             for i in range(draw(st.integers(0, 2)))
         ]
-        completed = Message(role="assistant", content=text, tool_calls=calls)
+        completed = Message(role="assistant", content=written[-1], tool_calls=calls)
         events.append(MessageCompleted(message_id=message_id, message=completed))
         for call in calls:
             if draw(st.booleans()):
                 events.append(ToolCallFinished(call_id=call.id, name=call.name, content="ok"))
-    return events, text, attempts > 1
+    return events, written
 
 
 def state(pending: bool) -> AgentState:
@@ -100,9 +100,9 @@ def test_the_agui_stream_is_well_formed_for_any_reply(
 ) -> None:
     drawn = [data.draw(message(n)) for n in range(messages)]
     translator = _Events("thread", "run")
-    written = b"".join(translator.render(e) for events, _, _ in drawn for e in events)
-    written += translator.render(_End(state(pending), after=7))
-    frames = written.decode().split("\n\n")
+    stream = b"".join(translator.render(e) for events, _ in drawn for e in events)
+    stream += translator.render(_End(state(pending), after=7))
+    frames = stream.decode().split("\n\n")
     assert frames[-1] == ""
     events = [EVENTS.validate_json(frame.removeprefix("data: ")) for frame in frames[:-1]]
 
@@ -141,6 +141,12 @@ def test_the_agui_stream_is_well_formed_for_any_reply(
             calls[event.tool_call_id] = "answered"
     assert not opened, f"messages left open at RUN_FINISHED: {opened}"
     assert "open" not in calls.values()
-    for number, (_, final, retried) in enumerate(drawn):
-        if not retried and final:
-            assert text[f"m{number}"] == final
+    for number, (_, attempts) in enumerate(drawn):
+        shown = text.get(f"m{number}", "")
+        if len(attempts) == 1:
+            assert shown == attempts[0]
+        # AG-UI cannot take text back: a retry that wrote something else goes on after a
+        # line break, once; the text shown never grows past what the attempts wrote.
+        assert len(shown) <= sum(len(a) + 1 for a in attempts)
+        if attempts[-1]:
+            assert shown.endswith(attempts[-1])
