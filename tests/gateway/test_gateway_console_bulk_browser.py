@@ -58,6 +58,13 @@ def status_is(card: WebElement, status: str) -> None:
 def approve_both_at_once(driver: WebDriver, url: str, key: str, runs: list[str]) -> None:
     sign_in(driver, url, key)
     cards = [card_of(driver, workflow_id) for workflow_id in runs]
+    # Both runs' requests have the same id (apr-1-call_1_0): their forms' ids must not.
+    assert {card.get_attribute("data-request") for card in cards} == {"apr-1-call_1_0"}
+    repeated = driver.execute_script(
+        "const ids = [...document.querySelectorAll('[id]')].map((e) => e.id);"
+        "return ids.filter((id, i) => ids.indexOf(id) !== i)"
+    )
+    assert repeated == []  # each label names its own field
     for card in cards:
         card.find_element(By.CSS_SELECTOR, "input.pick").click()
     text_in(driver, ".bulk .count", "2 selected")

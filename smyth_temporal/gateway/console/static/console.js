@@ -315,9 +315,11 @@ function decided(request) {
     decision && decision.comment ? h("p", { class: "comment" }, decision.comment) : null);
 }
 
+let forms = 0; // numbers each decision form's ids: request ids repeat across runs
+
 /** The form that decides `request`; `onDecided` gets the decided request. */
 function decisionForm(workflowId, request, onDecided) {
-  const id = "d-" + request.id.replace(/[^A-Za-z0-9_-]/g, "_");
+  const id = "decision-" + ++forms;
   const original = JSON.stringify(request.arguments, null, 2);
   const comment = h("input", { id: id + "-comment", name: "comment", type: "text", autocomplete: "off" });
   const edited = h("textarea", { id: id + "-arguments", name: "arguments", rows: 4, spellcheck: "false" });
