@@ -429,6 +429,7 @@ class _Events:
         message, message_id = event.message, event.message_id or f"message-{event.offset}"
         events: list[BaseEvent] = []
         if message_id in self._sent:
+            events += self._settle(message_id, message.content or "")
             events += self._close(message_id)
         elif message.content:  # not streamed: the whole text at once
             events += [
@@ -451,6 +452,18 @@ class _Events:
                 events.append(ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments))
             events.append(ToolCallEndEvent(tool_call_id=call.id))
         return events
+
+    def _settle(self, message_id: str, content: str) -> list[BaseEvent]:
+        """What the final text adds to what the pieces showed, so a message ends with it.
+
+        A retry that wrote less than was shown, say: its text follows a line break.
+        """
+        shown = self._sent[message_id]
+        if not content or shown.endswith(content) or message_id in self._ended:
+            return []
+        piece = content[len(shown) :] if content.startswith(shown) else "\n" + content
+        self._sent[message_id] = content
+        return [TextMessageContentEvent(message_id=message_id, delta=piece)]
 
     def _close(self, message_id: str) -> list[BaseEvent]:
         if message_id in self._ended:

@@ -9,7 +9,8 @@ keep AG-UI 1.0's rules: it opens with ``RUN_STARTED`` and closes with ``RUN_FINI
 a message's content comes between its start and its end, never empty; a tool call opens
 once, its arguments and end follow its start, its result its end; everything opened is
 closed before ``RUN_FINISHED``. Without retries, a message's content is its final text;
-with them, it ends with the final attempt's text and grows no longer than the attempts.
+with them, a completed message's content ends with its final text, and no content grows
+past twice what the attempts wrote.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ pieces = st.lists(st.text(min_size=0, max_size=6), max_size=5)
 
 
 @st.composite
-def message(draw: st.DrawFn, number: int) -> tuple[list[AgentEvent], list[str]]:
-    """One assistant message's events and the text of each attempt (the last is final)."""
+def message(draw: st.DrawFn, number: int) -> tuple[list[AgentEvent], list[str], bool]:
+    """A message's events, the text of each attempt, and whether it completed."""
     message_id = f"m{number}"
     events: list[AgentEvent] = []
     written: list[str] = []
@@ -53,17 +54,18 @@ def message(draw: st.DrawFn, number: int) -> tuple[list[AgentEvent], list[str]]:
         parts = draw(pieces) if draw(st.booleans()) else []
         events += [TextDelta(message_id=message_id, text=p, attempt=attempt) for p in parts]
         written.append("".join(parts))
-    if draw(st.booleans()):  # the model's final message; else cut off (an interrupt)
+    completed = draw(st.booleans())  # the model's final message; else cut off (an interrupt)
+    if completed:
         calls = [
             ToolCall(id=f"call_{number}_{i}", name="sell", arguments=json.dumps({"n": i}))
             for i in range(draw(st.integers(0, 2)))
         ]
-        completed = Message(role="assistant", content=written[-1], tool_calls=calls)
-        events.append(MessageCompleted(message_id=message_id, message=completed))
+        final = Message(role="assistant", content=written[-1], tool_calls=calls)
+        events.append(MessageCompleted(message_id=message_id, message=final))
         for call in calls:
             if draw(st.booleans()):
                 events.append(ToolCallFinished(call_id=call.id, name=call.name, content="ok"))
-    return events, written
+    return events, written, completed
 
 
 def state(pending: bool) -> AgentState:
@@ -100,7 +102,7 @@ def test_the_agui_stream_is_well_formed_for_any_reply(
 ) -> None:
     drawn = [data.draw(message(n)) for n in range(messages)]
     translator = _Events("thread", "run")
-    stream = b"".join(translator.render(e) for events, _ in drawn for e in events)
+    stream = b"".join(translator.render(e) for events, _, _ in drawn for e in events)
     stream += translator.render(_End(state(pending), after=7))
     frames = stream.decode().split("\n\n")
     assert frames[-1] == ""
@@ -141,12 +143,29 @@ def test_the_agui_stream_is_well_formed_for_any_reply(
             calls[event.tool_call_id] = "answered"
     assert not opened, f"messages left open at RUN_FINISHED: {opened}"
     assert "open" not in calls.values()
-    for number, (_, attempts) in enumerate(drawn):
+    for number, (_, attempts, completed) in enumerate(drawn):
         shown = text.get(f"m{number}", "")
         if len(attempts) == 1:
             assert shown == attempts[0]
         # AG-UI cannot take text back: a retry that wrote something else goes on after a
-        # line break, once; the text shown never grows past what the attempts wrote.
-        assert len(shown) <= sum(len(a) + 1 for a in attempts)
-        if attempts[-1]:
+        # line break; the text shown ends with the message's final text once it is done,
+        # and never grows past twice what the attempts wrote.
+        assert len(shown) <= 2 * sum(len(a) + 1 for a in attempts)
+        if completed and attempts[-1]:
             assert shown.endswith(attempts[-1])
+
+
+def test_a_retry_that_wrote_less_than_was_shown_ends_with_the_final_text() -> None:
+    # Found by the search above (ci profile): "01" shown, then a retry wrote only "0".
+    translator = _Events("thread", "run")
+    events: list[AgentEvent] = [
+        TextDelta(message_id="m0", text="0"),
+        TextDelta(message_id="m0", text="1"),
+        TextReset(message_id="m0", attempt=2),
+        TextDelta(message_id="m0", text="0", attempt=2),
+        MessageCompleted(message_id="m0", message=Message(role="assistant", content="0")),
+    ]
+    stream = b"".join(translator.render(e) for e in events).decode()
+    parsed = [EVENTS.validate_json(f.removeprefix("data: ")) for f in stream.split("\n\n")[:-1]]
+    shown = "".join(e.delta for e in parsed if e.type == EventType.TEXT_MESSAGE_CONTENT)
+    assert shown == "01\n0"
