@@ -62,7 +62,15 @@ from smyth_temporal.exceptions import (
     UnknownAgentError,
     UserError,
 )
-from smyth_temporal.tools import ApprovalPolicy, Tool, ToolContext, ToolExecutor, tool, tool_context
+from smyth_temporal.tools import (
+    ApprovalPolicy,
+    Reviewer,
+    Tool,
+    ToolContext,
+    ToolExecutor,
+    tool,
+    tool_context,
+)
 from smyth_temporal.types import (
     AgentCheckpoint,
     AgentEvent,
@@ -171,6 +179,7 @@ __all__ = [
     "PayloadDecryptionError",
     "PendingApproval",
     "Principal",
+    "Reviewer",
     "RunError",
     "ScheduleClient",
     "ScheduleExistsError",

@@ -27,6 +27,7 @@ from smyth_temporal._passthrough import shared_modules
 from smyth_temporal._probe import ProbeInterceptor
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
+from smyth_temporal.activities.review import reviewer_activities
 from smyth_temporal.activities.tools import tool_activities
 from smyth_temporal.agent.budget import TenantBudget, VersionedTenantBudget
 from smyth_temporal.agent.live import LiveChannel
@@ -43,7 +44,7 @@ from smyth_temporal.settings import (
     current_environment,
 )
 from smyth_temporal.storage import default_payload_storage, with_chunk_codec
-from smyth_temporal.tools import Tool
+from smyth_temporal.tools import Tool, policies_reviewers
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
 
@@ -312,6 +313,12 @@ class SmythPlugin(SimplePlugin):
         # Also here, for agents with ``model_task_queue=False`` (and calls scheduled
         # before model calls had their own queue); ``run_worker`` polls that queue.
         activities.append(model)
+        # Automatic reviewers of approval requests (smyth.reviewer.<name>), whatever
+        # names them: a tool's policy, an MCP override, the agent's own.
+        policies: list[object] = [t.requires_approval for t in tools]
+        policies += [a.config.approval_policy for a in agents]
+        policies += [p for a in agents for p in a.config.mcp_approval.values()]
+        activities += reviewer_activities(policies_reviewers(policies), self._provider())
         # Approval notifications (smyth.notify.approval), channels or none. Imported
         # here: workflow modules that name SmythPlugin import this module inside the
         # sandbox, which refuses the HTTP client's imports.

@@ -19,13 +19,33 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 
-from smyth_temporal.tools import ApprovalPolicy
-from smyth_temporal.types.approvals import ApprovalDecision, ApprovalRequest, ApprovalRule
+from smyth_temporal.tools import ApprovalPolicy, Reviewer
+from smyth_temporal.types.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalReview,
+    ApprovalRule,
+    ReviewRequest,
+)
 from smyth_temporal.types.quorum import Quorum, QuorumOutcome
 from smyth_temporal.types.tools import OnTimeout
 
-__all__ = ["POLICY_PATCH", "PolicyTerms", "await_escalations", "count_vote", "progress_tags"]
+__all__ = [
+    "POLICY_PATCH",
+    "REVIEW_RETRY",
+    "PolicyTerms",
+    "await_escalations",
+    "count_vote",
+    "progress_tags",
+    "start_review",
+]
+
+REVIEW_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
+)
+"""A reviewer that keeps failing gives up after three attempts: the people decide."""
 
 POLICY_PATCH = "smyth-approval-policy"
 """Requests under an ``ApprovalPolicy`` record its rule, count votes and escalate (0.9.0).
@@ -47,6 +67,8 @@ class PolicyTerms:
     """The rule recorded on the request (``None``: one decision, as before policies)."""
     requested_by: str | None = None
     """Who started the run (recorded with a rule only)."""
+    reviewer: Reviewer | None = None
+    """The policy's automatic reviewer, if any."""
 
     @classmethod
     def of(
@@ -65,6 +87,7 @@ class PolicyTerms:
             on_timeout=policy.timeout_policy(on_timeout),
             rule=policy.rule(),
             requested_by=requested_by,
+            reviewer=policy.reviewer,
         )
 
 
@@ -127,3 +150,29 @@ def progress_tags(requests: list[ApprovalRequest]) -> list[str] | None:
         if quorum is not None and request.status == "pending":
             tags.append(f"{len(quorum.approvers)}/{quorum.rule.quorum}")
     return sorted(set(tags))
+
+
+def start_review(
+    request: ApprovalRequest, reviewer: Reviewer
+) -> workflow.ActivityHandle[ApprovalReview]:
+    """Start ``reviewer``'s activity on ``request`` (not awaited: it races the people).
+
+    It may take until the request's deadline (a minute at least), each attempt
+    ``reviewer.timeout``.
+    """
+    info = workflow.info()
+    window = max(request.deadline - workflow.now(), timedelta(minutes=1))
+    return workflow.start_activity(
+        reviewer.activity_name,
+        ReviewRequest(
+            reviewer=reviewer.name,
+            workflow_id=info.workflow_id,
+            agent=info.workflow_type,
+            request=request.model_copy(),
+        ),
+        result_type=ApprovalReview,
+        start_to_close_timeout=reviewer.timeout,
+        schedule_to_close_timeout=window,
+        retry_policy=REVIEW_RETRY,
+        summary=f"review {request.tool} ({reviewer.name})",
+    )

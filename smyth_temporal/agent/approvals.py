@@ -5,19 +5,34 @@ is the one rule that decides whether a decision can be applied: the update's
 validator and the signal handler both use it, so a refused decision leaves no trace
 in history. Waiting is a ``workflow.wait_condition`` with the request's deadline, so
 an agent waiting a week for a person holds no worker resources once evicted.
+
+A request made under an ``ApprovalPolicy`` (``agent.approval_policy``) counts each
+person's decision towards its quorum, and waits through its escalation steps (each a
+durable timer) before its deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 from smyth_temporal._telemetry import approval_decided, approval_requested
 from smyth_temporal.agent._update_order import UpdateAcceptance
+from smyth_temporal.agent.approval_policy import (
+    POLICY_PATCH,
+    PolicyTerms,
+    await_escalations,
+    count_vote,
+    progress_tags,
+    start_review,
+)
 from smyth_temporal.agent.config import AgentConfig
+from smyth_temporal.agent.notifications import start_notifications
 from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.visibility import publish_approvals
 from smyth_temporal.exceptions import (
@@ -29,11 +44,19 @@ from smyth_temporal.tools import ARGUMENT_BOUNDS_PATCH, Tool
 from smyth_temporal.types.approvals import (
     ApprovalDecision,
     ApprovalRequest,
+    ApprovalReview,
     ApprovalStatus,
     arguments_sha256,
 )
-from smyth_temporal.types.events import ApprovalDecided, ApprovalExpired, ApprovalRequested
+from smyth_temporal.types.events import (
+    ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalExpired,
+    ApprovalRequested,
+    ApprovalVoted,
+)
 from smyth_temporal.types.messages import ToolCall
+from smyth_temporal.types.quorum import Quorum
 
 __all__ = ["SIGNALLED_DECISIONS_PATCH", "Approvals", "check_decision", "refusal"]
 
@@ -95,6 +118,7 @@ class Approvals:
         self._patched = patched
         self._replaying = replaying
         self._activation = activation
+        self._reviews: list[asyncio.Task[None]] = []  # reviewers racing the people
         self._builtin: dict[str, Tool] = {}
 
     @property
@@ -121,7 +145,12 @@ class Approvals:
         Added in 0.9.0 (before, the agent's own callback).
         """
         if self._config.search_attributes:
-            publish_approvals(self.pending, self._conversation.status, self._run.tenant)
+            publish_approvals(
+                self.pending,
+                self._conversation.status,
+                self._run.tenant,
+                progress=progress_tags(list(self.requests.values())),
+            )
 
     def request(
         self, call: ToolCall, spec: Tool | None, *, step: int, reason: str | None
@@ -149,6 +178,7 @@ class Approvals:
         if not gated:
             return None
         now = self._clock()
+        terms = self._terms(spec)
         request = ApprovalRequest(
             id=_request_id(step, call),
             tool=spec.name,
@@ -158,15 +188,110 @@ class Approvals:
             arguments_sha256=arguments_sha256(arguments),
             reason=reason,
             requested_at=now,
-            deadline=now + (spec.approval_timeout or self._config.approval_timeout),
-            on_timeout=spec.on_timeout or self._config.on_approval_timeout,
+            deadline=now + terms.deadline,
+            on_timeout=terms.on_timeout,
+            policy=terms.rule,
+            requested_by=terms.requested_by,
         )
         self.requests[request.id] = request
         self._log.info("approval.requested", request_id=request.id, tool=spec.name)
         approval_requested(spec.name)
         self._conversation.publish(ApprovalRequested(request=request.model_copy()))
+        if request.policy is not None:
+            self._notify(request, request.policy.notify, request.policy.roles)
+        if terms.reviewer is not None and request.policy is not None:
+            name, handle = terms.reviewer.name, start_review(request, terms.reviewer)
+            self._reviews.append(asyncio.create_task(self._reviewed(request, name, handle)))
         self._on_change()
         return request
+
+    async def _reviewed(
+        self, request: ApprovalRequest, name: str, handle: workflow.ActivityHandle[ApprovalReview]
+    ) -> None:
+        try:
+            review = await handle
+        except ActivityError as exc:
+            # A reviewer that fails says nothing: the people decide, as without one.
+            self._log.warning(
+                "approval.review_failed",
+                request_id=request.id,
+                reviewer=name,
+                error=str(exc.cause or exc),
+            )
+            return
+        self.review(
+            request,
+            review.model_copy(update={"by": f"reviewer:{name}", "reviewed_at": self._clock()}),
+        )
+
+    def review(self, request: ApprovalRequest, review: ApprovalReview) -> None:
+        """Take an automatic reviewer's verdict on ``request``.
+
+        ``reject`` rejects a pending request at once; ``approve`` approves it only where
+        the policy says ``auto_approve``; ``escalate`` applies the next escalation step
+        now. The verdict is recorded on the request either way (``review.applied``
+        says whether it changed anything), as ``by="reviewer:<name>"``.
+
+        Added in 0.9.0.
+        """
+        quorum = Quorum.of(request)
+        decides = review.verdict == "reject" or (
+            review.verdict == "approve" and quorum is not None and quorum.rule.auto_approve
+        )
+        steps = len(quorum.rule.escalation) if quorum is not None else 0
+        escalates = review.verdict == "escalate" and quorum is not None and quorum.escalated < steps
+        applied = request.status == "pending" and quorum is not None and (decides or escalates)
+        request.review = review.model_copy(update={"applied": applied})
+        self._log.info(
+            "approval.reviewed",
+            request_id=request.id,
+            reviewer=review.by,
+            verdict=review.verdict,
+            applied=applied,
+        )
+        if applied and decides:
+            decision = ApprovalDecision(
+                request_id=request.id,
+                approved=review.verdict == "approve",
+                by=review.by,
+                comment=review.reason or None,
+            )
+            self.apply(request, decision)
+        elif applied and quorum is not None:
+            self.escalate(request, quorum.escalated)
+        self._on_change()
+
+    def _terms(self, spec: Tool) -> PolicyTerms:
+        # A run that made this request before the tool had a policy replays without it.
+        policy = spec.approval_policy or self._config.approval_policy
+        if policy is not None and not self._patched(POLICY_PATCH):
+            policy = None
+        started = self._run.started
+        return PolicyTerms.of(
+            policy,
+            deadline=spec.approval_timeout or self._config.approval_timeout,
+            on_timeout=spec.on_timeout or self._config.on_approval_timeout,
+            requested_by=started.started_by if started is not None else None,
+        )
+
+    def _notify(
+        self,
+        request: ApprovalRequest,
+        channels: tuple[str, ...],
+        roles: tuple[str, ...],
+        *,
+        escalation: int = 0,
+    ) -> None:
+        start_notifications(
+            request,
+            channels,
+            agent=workflow.info().workflow_type,
+            roles=roles,
+            kind="escalated" if escalation else "requested",
+            escalation=escalation,
+            log=self._log,
+            publish=self._conversation.publish,
+        )
 
     async def wait(self, request: ApprovalRequest) -> None:
         """Wait for a decision on ``request`` until its deadline, then apply the policy.
@@ -178,15 +303,47 @@ class Approvals:
             return
         previous, self._conversation.status = self._conversation.status, "awaiting_approval"
         self._on_change()
-        remaining = max(request.deadline - self._clock(), timedelta(0))
+
+        def settled() -> bool:
+            return request.status != "pending" or self._interrupted()
+
         try:
-            await workflow.wait_condition(
-                lambda: request.status != "pending" or self._interrupted(), timeout=remaining
-            )
+            escalating = request.policy is not None and request.policy.escalation
+            if not escalating or not await await_escalations(
+                request, settled, self._clock, lambda index: self.escalate(request, index)
+            ):
+                remaining = max(request.deadline - self._clock(), timedelta(0))
+                await workflow.wait_condition(settled, timeout=remaining)
         except TimeoutError:
             self.expire(request)
         self.withdraw(request, publish=False)  # if still pending, an interrupt ended the wait
         self._conversation.status = previous
+        self._on_change()
+
+    def escalate(self, request: ApprovalRequest, index: int) -> None:
+        """Apply step ``index`` of ``request``'s escalation: widen the roles, notify.
+
+        Recorded on the request (``escalated_at``, the audit trail), in the event
+        stream (``ApprovalEscalated``) and in the log. Added in 0.9.0.
+        """
+        quorum = Quorum.of(request)
+        if quorum is None or request.status != "pending" or index != quorum.escalated:
+            return
+        step = quorum.rule.escalation[index]
+        request.escalated_at.append(self._clock())
+        roles = quorum.escalate().roles
+        self._log.info(
+            "approval.escalated",
+            request_id=request.id,
+            tool=request.tool,
+            step=index + 1,
+            roles=list(roles),
+            notify=list(step.notify),
+        )
+        self._conversation.publish(
+            ApprovalEscalated(request=request.model_copy(), step=index + 1, roles=list(roles))
+        )
+        self._notify(request, step.notify, roles, escalation=index + 1)
         self._on_change()
 
     def withdraw(self, request: ApprovalRequest, *, publish: bool = True) -> None:
@@ -259,7 +416,7 @@ class Approvals:
             acceptance.move_last()
             request = self.check(decision)
             self._log.info("approval.decision_replayed_late", request_id=request.id)
-        self.apply(request, decision)
+        self.count(request, decision)
         return request
 
     async def take_signalled(self, decision: ApprovalDecision) -> None:
@@ -276,7 +433,7 @@ class Approvals:
         Added in 0.8.0.
         """
         if self._fits(decision):
-            self.apply(self.check(decision), decision)
+            self.count(self.check(decision), decision)
             return
         if self._patched(SIGNALLED_DECISIONS_PATCH):
             arrived = self._activation()
@@ -284,7 +441,7 @@ class Approvals:
                 lambda: self._activation() != arrived or self._fits(decision)
             )
             if self._activation() == arrived:
-                self.apply(self.check(decision), decision)
+                self.count(self.check(decision), decision)
                 return
         try:
             self.check(decision)
@@ -300,6 +457,30 @@ class Approvals:
         except InvalidDecisionError:
             return False
         return True
+
+    def count(self, request: ApprovalRequest, decision: ApprovalDecision) -> None:
+        """Apply a person's decision (already checked) to ``request``.
+
+        Under a policy it counts towards the quorum: the request is decided once the
+        quorum settles it, and until then each counted decision is published
+        (``ApprovalVoted``) with the progress. Without one, it decides the request.
+
+        Added in 0.9.0.
+        """
+        if request.policy is None or count_vote(request, decision) != "pending":
+            self.apply(request, decision)
+            return
+        progress = Quorum(rule=request.policy, votes=tuple(request.votes)).progress
+        self._log.info(
+            "approval.vote_counted",
+            request_id=request.id,
+            tool=request.tool,
+            approved=decision.approved,
+            by=decision.by,
+            progress=progress,
+        )
+        self._conversation.publish(ApprovalVoted(request=request.model_copy(), progress=progress))
+        self._on_change()
 
     def apply(
         self,
@@ -359,7 +540,9 @@ def check_decision(
 
     Raises:
         InvalidDecisionError: Unknown or already decided request, a hash that does
-            not match, edited arguments that do not fit, or an ambiguous decision.
+            not match, edited arguments that do not fit, an ambiguous decision, or one
+            the request's policy does not count (a role it does not allow, the run's
+            requester, an approver who decided already).
     """
     pending = [r for r in requests.values() if r.status == "pending"]
     if decision.request_id is None:
@@ -385,6 +568,10 @@ def check_decision(
             f"request {request.id}: arguments_sha256 does not match the requested arguments "
             f"({request.arguments_sha256}); they are not what the approver saw"
         )
+    quorum = Quorum.of(request)
+    problem = quorum.refusal(decision) if quorum is not None else None
+    if problem is not None:
+        raise InvalidDecisionError(f"request {request.id}: {problem}")
     if decision.arguments is not None:
         if not decision.approved:
             raise InvalidDecisionError("edited arguments only make sense with an approval")

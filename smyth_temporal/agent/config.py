@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 from smyth_temporal.agent.output import OutputType
 from smyth_temporal.context import TokenCounter, estimate_tokens
 from smyth_temporal.exceptions import ConfigurationError, UserError
-from smyth_temporal.tools import DEFAULT_TOOL_TIMEOUT, ApprovalPolicy, Tool
+from smyth_temporal.tools import DEFAULT_TOOL_TIMEOUT, ApprovalPolicy, ApprovalRequirement, Tool
 from smyth_temporal.types.sessions import WhileBusy
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
@@ -147,6 +147,10 @@ class AgentConfig:
     """How long an approval request waits, unless its tool says otherwise."""
     on_approval_timeout: OnTimeout = "reject"
     """What happens at an approval deadline, unless the tool says otherwise."""
+    approval_policy: ApprovalPolicy | None = None
+    """Who decides the gated calls whose tool says only ``requires_approval=True`` (or a
+    predicate), roles, quorum, escalation and all; ``None``: one decision by anyone who
+    may approve. A tool's own ``ApprovalPolicy`` wins. Added in 0.9.0."""
     memory_namespace: str | None = None
     """Long-term memory shared by every agent given the same namespace (``None``: off).
     The tenant always comes from ``AgentInput.tenant``."""
@@ -204,10 +208,11 @@ class AgentConfig:
     tool names); a server not named here offers all its tools."""
     mcp_deny: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Per server, tools the model never sees (patterns; applied after ``mcp_allow``)."""
-    mcp_approval: Mapping[str, ApprovalPolicy] = field(default_factory=dict)
+    mcp_approval: Mapping[str, ApprovalRequirement] = field(default_factory=dict)
     """Approval rules of MCP tools, by tool name (``git_commit``) or ``server.tool``:
-    ``True``, ``False`` or a predicate over the arguments. They win over what the
-    annotations imply (a destructive tool needs an approval by default)."""
+    ``True``, ``False``, a predicate over the arguments or (added in 0.9.0) an
+    ``ApprovalPolicy``. They win over what the annotations imply (a destructive tool
+    needs an approval by default)."""
     mcp_effects: Mapping[str, ToolEffect] = field(default_factory=dict)
     """Effect classes of MCP tools, by name or ``server.tool``, winning over the
     annotations (for a server that gives none, say)."""

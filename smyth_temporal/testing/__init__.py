@@ -41,10 +41,12 @@ from smyth_temporal.testing._fake_openai import (
     error_response,
 )
 from smyth_temporal.testing._scripted import (
+    Judge,
     ScriptedAgents,
     ScriptedModel,
     ScriptStep,
     Summarizer,
+    abstaining_judge,
     raw_tool_call,
     reply,
     scripted_summary,
@@ -54,10 +56,12 @@ from smyth_temporal.testing._scripted import (
 __all__ = [
     "FakeOpenAIServer",
     "FakeResponse",
+    "Judge",
     "ScriptStep",
     "ScriptedAgents",
     "ScriptedModel",
     "Summarizer",
+    "abstaining_judge",
     "agent_worker",
     "chat_completion",
     "error_response",

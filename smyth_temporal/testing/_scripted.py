@@ -15,10 +15,12 @@ from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 __all__ = [
+    "Judge",
     "ScriptStep",
     "ScriptedAgents",
     "ScriptedModel",
     "Summarizer",
+    "abstaining_judge",
     "raw_tool_call",
     "reply",
     "scripted_summary",
@@ -32,6 +34,19 @@ one turn, or a function of the request (to answer from what the tools returned).
 
 Summarizer = Callable[[ModelRequest], str]
 """Answers a summary request (``ModelRequest.purpose == "summary"``) with its text."""
+
+Judge = Callable[[ModelRequest], str]
+"""Answers a review request (``ModelRequest.purpose == "review"``, an automatic
+reviewer's) with its text: a JSON verdict. Added in 0.9.0."""
+
+
+def abstaining_judge(request: ModelRequest) -> str:
+    """The scripted model's default review: it abstains, so the people decide.
+
+    Added in 0.9.0.
+    """
+    return '{"verdict": "abstain", "reason": "scripted"}'
+
 
 _SUMMARY_QUOTE_CHARS = 300
 
@@ -107,6 +122,7 @@ class ScriptedModel:
         tokens_per_turn: int = 10,
         summarizer: Summarizer = scripted_summary,
         piece_delay: float = 0.0,
+        judge: Judge = abstaining_judge,
     ) -> None:
         """Create the model.
 
@@ -118,6 +134,8 @@ class ScriptedModel:
                 test a failing summarizer).
             piece_delay: Seconds ``stream`` waits between two pieces of text, so a
                 test can watch the text arrive (or interrupt it midway).
+            judge: Writes the verdicts automatic model reviewers ask for (default:
+                abstain). Added in 0.9.0.
         """
         self.steps = list(steps)
         self.tokens_per_turn = tokens_per_turn
@@ -125,6 +143,8 @@ class ScriptedModel:
         self.piece_delay = piece_delay
         self.requests: list[ModelRequest] = []
         self.summary_requests: list[ModelRequest] = []
+        self.judge = judge
+        self.review_requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer with the script's step for ``request.step`` (or a summary)."""
@@ -132,6 +152,9 @@ class ScriptedModel:
             self.summary_requests.append(request)
             text = self.summarizer(request)
             return _numbered(reply(text), request.step, self.tokens_per_turn)
+        if request.purpose == "review":
+            self.review_requests.append(request)
+            return _numbered(reply(self.judge(request)), request.step, self.tokens_per_turn)
         self.requests.append(request)
         index = request.step - 1
         if not 0 <= index < len(self.steps):

@@ -9,7 +9,8 @@ side). ``tool_context()`` is what a tool function reads inside its activity, and
 ``effect_from_annotations`` and ``is_destructive`` read a server's annotations.
 
 The defaults a ``@tool`` takes (``DEFAULT_TOOL_TIMEOUT``,
-``DEFAULT_TOOL_HEARTBEAT_TIMEOUT``), ``ApprovalPolicy`` (who approves which calls) and
+``DEFAULT_TOOL_HEARTBEAT_TIMEOUT``), ``ApprovalPolicy`` (who approves which calls, with
+its ``Reviewer``; ``ApprovalRequirement``, what ``requires_approval`` takes) and
 the executor names (``ACTIVITY_EXECUTOR``, ``MCP_EXECUTOR``) are here too, and
 ``ARGUMENT_BOUNDS_PATCH``, the ``workflow.patched`` id agents validate arguments under.
 """
@@ -17,7 +18,13 @@ the executor names (``ACTIVITY_EXECUTOR``, ``MCP_EXECUTOR``) are here too, and
 from smyth_temporal.tools._context import ToolContext, serving_tool_call, tool_context
 from smyth_temporal.tools._executor import ToolExecutor
 from smyth_temporal.tools._mcp import MCP_EXECUTOR, MCPTool, effect_from_annotations, is_destructive
-from smyth_temporal.tools._policy import ApprovalPolicy
+from smyth_temporal.tools._policy import (
+    DEFAULT_REVIEW_PROMPT,
+    ApprovalPolicy,
+    ApprovalRequirement,
+    Reviewer,
+    policies_reviewers,
+)
 from smyth_temporal.tools._tool import (
     ACTIVITY_EXECUTOR,
     ARGUMENT_BOUNDS_PATCH,
@@ -32,17 +39,21 @@ from smyth_temporal.types.tools import ToolEffect
 __all__ = [
     "ACTIVITY_EXECUTOR",
     "ARGUMENT_BOUNDS_PATCH",
+    "DEFAULT_REVIEW_PROMPT",
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_TIMEOUT",
     "MCP_EXECUTOR",
     "ApprovalPolicy",
+    "ApprovalRequirement",
     "MCPTool",
+    "Reviewer",
     "Tool",
     "ToolContext",
     "ToolEffect",
     "ToolExecutor",
     "effect_from_annotations",
     "is_destructive",
+    "policies_reviewers",
     "serving_tool_call",
     "tool",
     "tool_context",

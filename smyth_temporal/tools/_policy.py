@@ -10,22 +10,94 @@ the decisions (``types.quorum.Quorum``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from smyth_temporal.exceptions import ToolDefinitionError
-from smyth_temporal.types.approvals import ApprovalRule, EscalationStep
+from smyth_temporal.types.approvals import (
+    REVIEWER_ACTIVITY_PREFIX,
+    ApprovalReview,
+    ApprovalRule,
+    EscalationStep,
+    ReviewRequest,
+)
 from smyth_temporal.types.tools import OnTimeout
 
-__all__ = ["DEFAULT_APPROVER_ROLES", "ApprovalPolicy", "ApprovalRequirement"]
+__all__ = [
+    "DEFAULT_APPROVER_ROLES",
+    "DEFAULT_REVIEW_PROMPT",
+    "DEFAULT_REVIEW_TIMEOUT",
+    "ApprovalPolicy",
+    "ApprovalRequirement",
+    "ReviewFunction",
+    "Reviewer",
+    "policies_reviewers",
+]
 
 DEFAULT_APPROVER_ROLES: tuple[str, ...] = ("approver",)
 """Who may decide under a policy that names no roles: keys with the ``approver`` role."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _ON_TIMEOUT = ("reject", "approve", "fail")
+
+DEFAULT_REVIEW_TIMEOUT = timedelta(minutes=2)
+"""How long one attempt of a reviewer may take."""
+
+DEFAULT_REVIEW_PROMPT = (
+    "You review a tool call an AI agent wants to make before a person approves it. "
+    'Answer with a JSON object {"verdict": "approve" | "reject" | "escalate" | '
+    '"abstain", "reason": "..."}: reject what is clearly wrong or harmful, escalate '
+    "what needs a more senior look, abstain when unsure."
+)
+"""What a model reviewer is told before its own ``prompt`` and the request."""
+
+ReviewFunction = Callable[[ReviewRequest], Awaitable[ApprovalReview] | ApprovalReview]
+"""A Python reviewer: takes the request, answers a verdict (``async def`` or plain)."""
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """An automatic reviewer: a Python function, or a model with a prompt.
+
+    It runs as an activity (``smyth.reviewer.<name>``, on the workers that serve the
+    agent) as soon as a request appears, racing the people: it may reject or escalate
+    at once, and approve only where the policy says ``auto_approve=True``. Its verdict
+    is recorded on the request (``ApprovalRequest.review``) and, when it decides, as
+    ``by="reviewer:<name>"`` with its reason.
+
+    Added in 0.9.0.
+    """
+
+    name: str
+    """Stable name (its activity's, and what decisions record)."""
+    fn: ReviewFunction | None = None
+    """The function, for a Python reviewer."""
+    model: str | None = None
+    """The model, for a model reviewer (asked through the worker's model provider)."""
+    prompt: str = ""
+    """What the model reviewer checks for (after ``DEFAULT_REVIEW_PROMPT``)."""
+    timeout: timedelta = DEFAULT_REVIEW_TIMEOUT
+    """How long one attempt may take."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ToolDefinitionError(
+                f"Reviewer name {self.name!r} must be 1-64 letters, digits, '_', '.', '@' or '-'"
+            )
+        if (self.fn is None) == (self.model is None):
+            raise ToolDefinitionError(
+                f"Reviewer {self.name!r} takes either a function (fn) or a model, "
+                "not both or neither"
+            )
+        if self.fn is not None and not callable(self.fn):
+            raise ToolDefinitionError(f"Reviewer {self.name!r}: fn must be callable")
+
+    @property
+    def activity_name(self) -> str:
+        """The reviewer's activity type name."""
+        return REVIEWER_ACTIVITY_PREFIX + self.name
 
 
 @dataclass(frozen=True)
@@ -77,6 +149,11 @@ class ApprovalPolicy:
     """Notification channels told when a request is made (names the worker resolves)."""
     reject_on_any: bool = True
     """One rejection rejects the request; ``False``: ``quorum`` rejections do."""
+    reviewer: Reviewer | None = None
+    """An automatic reviewer that races the people (see ``Reviewer``)."""
+    auto_approve: bool = False
+    """Whether the reviewer's approval decides the request (otherwise it may only reject
+    or escalate)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.roles, str):
@@ -100,6 +177,10 @@ class ApprovalPolicy:
         _names("notify", self.notify)
         if self.when is not None and not callable(self.when):
             raise ToolDefinitionError("ApprovalPolicy.when must be a predicate (or None)")
+        if self.reviewer is not None and not isinstance(self.reviewer, Reviewer):
+            raise ToolDefinitionError("ApprovalPolicy.reviewer takes a Reviewer")
+        if self.auto_approve and self.reviewer is None:
+            raise ToolDefinitionError("ApprovalPolicy.auto_approve needs a reviewer")
         steps = list(self.escalation)
         if any(not isinstance(s, EscalationStep) for s in steps):
             raise ToolDefinitionError("ApprovalPolicy.escalation takes EscalationStep values")
@@ -130,6 +211,8 @@ class ApprovalPolicy:
             reject_on_any=self.reject_on_any,
             escalation=tuple(self.escalation),
             notify=tuple(self.notify),
+            reviewer=self.reviewer.name if self.reviewer is not None else None,
+            auto_approve=self.auto_approve,
         )
 
     def timeout_policy(self, default: OnTimeout) -> OnTimeout:
@@ -155,3 +238,19 @@ def _names(what: str, names: Sequence[str]) -> None:
             f"ApprovalPolicy {what}: {bad} are not names "
             "(1-64 letters, digits, '_', '.', '@' or '-')"
         )
+
+
+def policies_reviewers(policies: Iterable[object]) -> list[Reviewer]:
+    """The reviewers of the ``ApprovalPolicy`` values among ``policies``, one per name.
+
+    Raises:
+        ToolDefinitionError: Two different reviewers share a name.
+    """
+    found: dict[str, Reviewer] = {}
+    for policy in policies:
+        if not isinstance(policy, ApprovalPolicy) or policy.reviewer is None:
+            continue
+        reviewer = policy.reviewer
+        if found.setdefault(reviewer.name, reviewer) != reviewer:
+            raise ToolDefinitionError(f"two reviewers are named {reviewer.name!r}")
+    return list(found.values())

@@ -22,12 +22,16 @@ from smyth_temporal.types.tools import OnTimeout
 __all__ = [
     "APPROVAL_SIGNAL",
     "APPROVAL_UPDATE",
+    "REVIEWER_ACTIVITY_PREFIX",
     "ApprovalDecision",
     "ApprovalOutcome",
     "ApprovalRequest",
+    "ApprovalReview",
     "ApprovalRule",
     "ApprovalStatus",
     "EscalationStep",
+    "ReviewRequest",
+    "ReviewVerdict",
     "arguments_sha256",
 ]
 
@@ -39,6 +43,18 @@ APPROVAL_UPDATE = "decide_approval"
 
 ApprovalStatus = Literal["pending", "approved", "rejected", "expired"]
 """Where an approval request is."""
+
+REVIEWER_ACTIVITY_PREFIX = "smyth.reviewer."
+"""An automatic reviewer runs as the activity ``smyth.reviewer.<name>``. Added in 0.9.0."""
+
+ReviewVerdict = Literal["approve", "reject", "escalate", "abstain"]
+"""What an automatic reviewer says about a request.
+
+- ``approve``: run it (applied only where the policy says ``auto_approve=True``);
+- ``reject``: do not run it (applied at once);
+- ``escalate``: apply the policy's next escalation step now;
+- ``abstain``: leave it to the people.
+"""
 
 
 def arguments_sha256(arguments: Mapping[str, Any]) -> str:
@@ -122,6 +138,25 @@ class ApprovalRule(BaseModel):
     """Whether the reviewer may approve (otherwise it may only reject or escalate)."""
 
 
+class ApprovalReview(BaseModel):
+    """An automatic reviewer's verdict on a request, and why (recorded on the request).
+
+    Added in 0.9.0.
+    """
+
+    verdict: ReviewVerdict
+    """What the reviewer says."""
+    reason: str = ""
+    """Why, in its words (shown to the model with a rejection)."""
+    by: str = ""
+    """``reviewer:<name>`` (set by the run)."""
+    reviewed_at: datetime | None = None
+    """When the run took the verdict (workflow time)."""
+    applied: bool = False
+    """Whether the verdict changed the request (an ``approve`` without ``auto_approve``,
+    or an ``escalate`` with no step left, did not)."""
+
+
 class ApprovalRequest(BaseModel):
     """A gated tool call waiting for (or past) a decision: the audit record.
 
@@ -167,6 +202,24 @@ class ApprovalRequest(BaseModel):
     final one included). Added in 0.9.0."""
     escalated_at: list[datetime] = Field(default_factory=list)
     """When each escalation step applied (workflow time), in order. Added in 0.9.0."""
+    review: ApprovalReview | None = None
+    """The automatic reviewer's verdict, once it gave one. Added in 0.9.0."""
+
+
+class ReviewRequest(BaseModel):
+    """What an automatic reviewer's activity is handed.
+
+    Added in 0.9.0.
+    """
+
+    reviewer: str
+    """The reviewer's name."""
+    workflow_id: str
+    """The run's workflow id."""
+    agent: str
+    """The agent's workflow type name."""
+    request: ApprovalRequest
+    """The request to review (its tool, arguments and what the model said)."""
 
 
 class ApprovalOutcome(BaseModel):

@@ -68,9 +68,11 @@ class ModelRequest(BaseModel):
     """The agent's workflow type name (for logs and scripted models)."""
     step: int = 0
     """The agent step this request is for, from 0."""
-    purpose: Literal["turn", "summary"] = "turn"
+    purpose: Literal["turn", "summary", "review"] = "turn"
     """``turn``: the agent's next move; ``summary``: compacting older turns into a
-    summary (the step is then the one the compaction happened at). Added in 0.2.0."""
+    summary (the step is then the one the compaction happened at); ``review``: an
+    automatic reviewer judging an approval request (the step is the request's).
+    Added in 0.2.0. Changed in 0.9.0: ``review``."""
     output: OutputSchema | None = None
     """The shape of the final answer, when the agent has an ``output_type``: providers
     ask for it (a JSON-schema response format, or a final-answer tool). Added in 0.3.0."""

@@ -248,6 +248,34 @@ async def test_decision_sent_while_no_worker_runs(
     assert final.approvals[0].decision.by == "ivan"
 
 
+async def test_an_escalation_timer_pending_at_a_sigkill_still_applies(
+    client: Client, task_queue: str, ledger: Path, spawn: Spawn
+) -> None:
+    """Kill the worker while a request waits for its escalation step (a durable timer,
+    not a worker's poll): a new worker applies the step once, then the deadline
+    rejects the call, which never runs."""
+    agents = AgentClient(client, task_queue=task_queue)
+    first = await spawn("approval-hotfix")
+    handle = await agents.start("Treasurer", AgentInput(prompt="Patch the db"))
+    for _ in range(400):
+        state = await agents.state(handle.id)
+        if state.pending_approvals:
+            break
+        await asyncio.sleep(0.05)
+    [request] = state.pending_approvals
+    assert request.escalated_at == []
+    first.kill()
+
+    await spawn("approval-hotfix")
+    result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    [expired] = (await agents.state(handle.id)).approvals
+    assert expired.id == request.id and expired.status == "expired"
+    assert len(expired.escalated_at) == 1
+    assert expired.escalated_at[0] - expired.requested_at >= timedelta(seconds=2)
+    assert "approval request expired" in result.output
+    assert [e for e in read_ledger(ledger) if e["tool"] == "hotfix"] == []
+
+
 async def test_kill_during_a_blocking_tool_with_the_defaults(
     agents: AgentClient, client: Client, ledger: Path, spawn: Spawn
 ) -> None:

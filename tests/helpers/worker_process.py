@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.testing import ScriptedModel, ScriptStep, reply, tool_call
 from tests.helpers.agents import LEDGER_ENV, Analyst, Summarizer, get_quote, record
 from tests.helpers.mcp_agents import Scribe
+from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 
 READY = "READY"
@@ -141,7 +142,13 @@ class RecoveryProbe(AgentWorkflow):
         return await self.run_agent(input)
 
 
-WORKFLOWS: tuple[type[AgentWorkflow], ...] = (Analyst, Summarizer, RecoveryProbe, Trader)
+WORKFLOWS: tuple[type[AgentWorkflow], ...] = (
+    Analyst,
+    Summarizer,
+    RecoveryProbe,
+    Trader,
+    Treasurer,
+)
 """The agents every worker process serves; ``-mcp`` scripts add ``Scribe`` (it needs the
 ledger MCP server, which only those workers have)."""
 
@@ -248,6 +255,8 @@ SCRIPTS: dict[str, Script] = {
             tool_results,
         ]
     ),
+    # Treasurer: a hotfix whose request escalates after 2 s and is rejected after 4 s.
+    "approval-hotfix": Script([tool_call("hotfix", service="db"), tool_results]),
     # Trader: a quote, then a sale that waits for a person's decision.
     "approval-sell": Script(
         [
