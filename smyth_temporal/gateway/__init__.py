@@ -7,8 +7,9 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
 - ``_app``: ``create_app``; ``_serve``: ``serve`` (uvicorn);
 - one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
   ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_whoami`` (the
-  caller's key); ``console``: the web console, static pages that call the API from the
-  browser;
+  caller's key), ``_a2a`` (A2A 1.0 cards and JSON-RPC, with the a2a extra: its request
+  handler over runs ``_a2a_handler``, tasks as views of runs ``_a2a_tasks``);
+  ``console``: the web console, static pages that call the API from the browser;
 - identity: the key file, principals and the brake on failed authentications live in
   ``smyth_temporal.security`` (every interface shares them); here ``_auth`` (the FastAPI
   dependencies);

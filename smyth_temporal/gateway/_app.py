@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
@@ -37,6 +37,12 @@ from smyth_temporal.gateway._sessions import router as sessions
 from smyth_temporal.gateway._whoami import router as whoami
 from smyth_temporal.gateway.console import router as console
 from smyth_temporal.security import KeyStore
+
+a2a: APIRouter | None
+try:  # A2A needs the a2a extra; without it the gateway serves everything else.
+    from smyth_temporal.gateway._a2a import router as a2a
+except ImportError:  # pragma: no cover - installed with the dev extra
+    a2a = None
 
 __all__ = ["create_app"]
 
@@ -132,6 +138,8 @@ def create_app(
         agui,
     ):
         app.include_router(router)
+    if a2a is not None:
+        app.include_router(a2a)
     if options.console:
         app.include_router(console)
 

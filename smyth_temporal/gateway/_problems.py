@@ -56,6 +56,9 @@ log = structlog.get_logger("smyth_temporal.gateway")
 PROBLEM_JSON = "application/problem+json"
 OPENAI_PREFIX = "/openai/"
 """Paths under this prefix answer errors in OpenAI's shape."""
+A2A_RPC_PREFIX = "/a2a/"
+"""POSTs under this prefix (A2A's JSON-RPC endpoints) answer errors as JSON-RPC errors."""
+_JSONRPC_INVALID_REQUEST = -32600
 
 ERROR_TYPE_PREFIX = "urn:smyth:error:"
 
@@ -142,12 +145,33 @@ def openai_error(problem: Problem) -> dict[str, Any]:
     }
 
 
+def jsonrpc_error(problem: Problem) -> dict[str, Any]:
+    """``problem`` as a JSON-RPC error, which A2A clients raise with its message.
+
+    The HTTP status stays the REST API's; ``data`` carries the problem details.
+    """
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": _JSONRPC_INVALID_REQUEST,
+            "message": problem.detail,
+            "data": problem.model_dump(mode="json", exclude_none=True),
+        },
+    }
+
+
 def problem_response(
     request: Request, problem: Problem, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """Answer with ``problem``: problem details, or OpenAI's error shape under ``/openai/``."""
+    """Answer with ``problem``: problem details, or the protocol's error shape.
+
+    OpenAI's under ``/openai/``, a JSON-RPC error from A2A's endpoints.
+    """
     if request.url.path.startswith(OPENAI_PREFIX):
         return JSONResponse(openai_error(problem), status_code=problem.status, headers=headers)
+    if request.method == "POST" and request.url.path.startswith(A2A_RPC_PREFIX):
+        return JSONResponse(jsonrpc_error(problem), status_code=problem.status, headers=headers)
     return JSONResponse(
         problem.model_dump(mode="json", exclude_none=True),
         status_code=problem.status,

@@ -199,6 +199,9 @@ async def test_openapi_documents_every_route_with_problem_details(
         "/openai/v1/responses/{response_id}",
         "/openai/v1/responses/{response_id}/cancel",
         "/ag-ui/{agent}",
+        "/.well-known/agent-card.json",
+        "/a2a/{agent}/.well-known/agent-card.json",
+        "/a2a/{agent}",
     }
     assert spec["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
     schemas = spec["components"]["schemas"]

@@ -1,0 +1,373 @@
+"""The A2A request handler over Temporal: the a2a-sdk's ``RequestHandler``, no task store.
+
+The SDK's default handler keeps tasks in a ``TaskStore`` and runs an ``AgentExecutor``
+in this process; a gateway that did so would lose its tasks on a restart and could not
+run as several replicas. Here every method reads and acts on the run itself, through the
+client acting for the caller's key (``AgentClient.acting_for``): ``SendMessage`` starts
+a run (or finds the one the same ``messageId`` started, see ``task_id_for``) and waits
+for its end or its first pending approval; ``SendStreamingMessage`` streams the run's
+events as task updates; ``GetTask`` reads the run's state; ``CancelTask`` interrupts it.
+A message in an ``input-required`` task carries a decision (``decision_of``).
+
+Errors are A2A's: a run that is not the caller's (another tenant's, another agent's, or
+none) is ``TaskNotFoundError``, whatever the reason, as the REST API answers 404.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from typing import NoReturn
+
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from smyth_temporal.clients import AgentClient
+from smyth_temporal.exceptions import (
+    AgentFailedError,
+    AgentNotFoundError,
+    ClientError,
+    InvalidDecisionError,
+    InvalidInterruptError,
+)
+from smyth_temporal.gateway._a2a_tasks import (
+    decision_of,
+    ended_task,
+    message_text,
+    new_context_id,
+    task_id_for,
+    task_of,
+)
+from smyth_temporal.gateway._gateway import Gateway
+from smyth_temporal.security import Principal
+from smyth_temporal.types.agent import AgentInput, AgentResult
+from smyth_temporal.types.approvals import ApprovalDecision
+from smyth_temporal.types.events import (
+    AgentEvent,
+    ApprovalDecided,
+    ApprovalRequested,
+    MessageCompleted,
+    RunFinished,
+)
+
+try:
+    from a2a.server.context import ServerCallContext
+    from a2a.server.events.event_queue import Event
+    from a2a.server.request_handlers.request_handler import RequestHandler
+    from a2a.types.a2a_pb2 import (
+        AgentCard,
+        CancelTaskRequest,
+        DeleteTaskPushNotificationConfigRequest,
+        GetExtendedAgentCardRequest,
+        GetTaskPushNotificationConfigRequest,
+        GetTaskRequest,
+        ListTaskPushNotificationConfigsRequest,
+        ListTaskPushNotificationConfigsResponse,
+        ListTasksRequest,
+        ListTasksResponse,
+        Message,
+        Part,
+        Role,
+        SendMessageRequest,
+        SubscribeToTaskRequest,
+        Task,
+        TaskArtifactUpdateEvent,
+        TaskPushNotificationConfig,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+    from a2a.utils.errors import (
+        InternalError,
+        InvalidParamsError,
+        PushNotificationNotSupportedError,
+        TaskNotCancelableError,
+        TaskNotFoundError,
+        UnsupportedOperationError,
+    )
+except ImportError as exc:  # pragma: no cover - the a2a extra brings it
+    raise ImportError(
+        "the gateway's A2A endpoint needs a2a-sdk: pip install 'smyth-temporal[a2a]'"
+    ) from exc
+
+__all__ = ["AGENT_STATE", "CALLER_STATE", "TemporalTasks"]
+
+CALLER_STATE = "smyth.caller"
+"""Where the route puts the caller's ``Principal`` in the call context's state."""
+AGENT_STATE = "smyth.agent"
+"""Where the route puts the agent's name in the call context's state."""
+
+_FINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+
+@contextlib.contextmanager
+def _a2a_errors(task_id: str) -> Iterator[None]:
+    """The client's errors as A2A's (a run that is not the caller's: not found)."""
+    try:
+        yield
+    except AgentNotFoundError:
+        raise TaskNotFoundError(f"no task {task_id!r}") from None
+    except InvalidDecisionError as exc:
+        raise InvalidParamsError(str(exc)) from None
+    except InvalidInterruptError as exc:
+        raise TaskNotCancelableError(str(exc)) from None
+    except ClientError as exc:
+        raise InternalError(str(exc)) from None
+
+
+class TemporalTasks(RequestHandler):
+    """A2A's methods on agent runs, for the agent and caller the route names.
+
+    Args:
+        gateway: The gateway (its client, agents served and options).
+    """
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    def _scope(self, context: ServerCallContext) -> tuple[AgentClient, str, Principal]:
+        caller: Principal = context.state[CALLER_STATE]
+        agent: str = context.state[AGENT_STATE]
+        return self.gateway.acting_for(caller), agent, caller
+
+    # -- messages --------------------------------------------------------------------
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """Start (or find, or answer) the task, and wait for its end or its next question."""
+        client, agent, caller = self._scope(context)
+        task_id, _ = await self._deliver(client, agent, caller, params.message)
+        history = (
+            params.configuration.history_length
+            if params.configuration.HasField("history_length")
+            else None
+        )
+        if not params.configuration.return_immediately:
+            async for _ in self._follow(client, task_id):
+                pass
+        return await self._task(client, agent, task_id, history_length=history)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        """The task, then its updates as the run goes: each answer, then its end."""
+        client, agent, caller = self._scope(context)
+        task_id, decided = await self._deliver(client, agent, caller, params.message)
+        task = await self._task(client, agent, task_id, history_length=0)
+        yield task
+        context_id = task.context_id
+        async for event in self._follow(client, task_id, after_decision=decided):
+            message = event.message if isinstance(event, MessageCompleted) else None
+            if message is not None and message.role == "assistant" and message.content:
+                update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id)
+                update.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_WORKING))
+                update.status.message.CopyFrom(
+                    _text_message(task_id, context_id, event.offset, message.content)
+                )
+                yield update
+        final = await self._task(client, agent, task_id, history_length=0)
+        for artifact in final.artifacts:
+            yield TaskArtifactUpdateEvent(
+                task_id=task_id, context_id=context_id, artifact=artifact, last_chunk=True
+            )
+        end = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id)
+        end.status.CopyFrom(final.status)
+        yield end
+
+    async def _deliver(
+        self, client: AgentClient, agent: str, caller: Principal, message: Message
+    ) -> tuple[str, str | None]:
+        """The task ``message`` goes to, started if new; and the request it decided, if any."""
+        if not message.message_id:
+            raise InvalidParamsError("message.messageId is required")
+        if message.task_id:
+            return message.task_id, await self._decide(client, agent, message)
+        text = message_text(message)
+        if not text.strip():
+            raise InvalidParamsError("the message has no text part: send the task as text")
+        task_id = task_id_for(caller.tenant, agent, message.message_id)
+        if await client.status(task_id) is not None:
+            return task_id, None  # the same message again: the task it started
+        served = await self.gateway.check_served(agent)
+        if served is False:
+            self.gateway.agent(agent)  # refused: no worker has it
+        run = AgentInput(
+            prompt=text,
+            session_id=message.context_id or new_context_id(),
+            metadata={"a2a_message_id": message.message_id},
+        )
+        try:
+            await client.start(agent, run, id=task_id)
+        except WorkflowAlreadyStartedError:
+            return task_id, None  # the same message, sent twice at once
+        if served:
+            await self.gateway.confirm_started(task_id, agent)
+        return task_id, None
+
+    async def _decide(self, client: AgentClient, agent: str, message: Message) -> str:
+        task_id = message.task_id
+        request_id, decision = decision_of(message)
+        with _a2a_errors(task_id):
+            state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
+            if state.agent != agent:
+                _not_found(task_id)
+            if request_id is None:
+                request_id = (await client.pending_request(task_id)).id
+            await client.decide(
+                task_id,
+                ApprovalDecision(
+                    request_id=request_id,
+                    approved=decision.approved,
+                    by="a2a",  # the client acting for the key records the key's name
+                    comment=decision.comment,
+                    arguments_sha256=decision.arguments_sha256,
+                    arguments=decision.arguments,
+                ),
+                timeout=self.gateway.options.worker_timeout,
+            )
+        return request_id
+
+    async def _follow(
+        self, client: AgentClient, task_id: str, *, after_decision: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """The run's events until it ends or waits for a decision.
+
+        After a decision, the events up to it are skipped (the caller saw them).
+        """
+        skipping = after_decision is not None
+        with _a2a_errors(task_id):
+            events = await client.open_events(task_id)
+        try:
+            async for event in events:
+                if skipping:
+                    if isinstance(event, ApprovalDecided) and event.request.id == after_decision:
+                        skipping = False
+                    continue
+                yield event
+                if isinstance(event, RunFinished):
+                    return
+                if isinstance(event, ApprovalRequested) and await self._waits(
+                    client, task_id, event.request.id
+                ):
+                    return
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _waits(self, client: AgentClient, task_id: str, request_id: str) -> bool:
+        with _a2a_errors(task_id):
+            state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
+        return any(r.id == request_id for r in state.pending_approvals)
+
+    # -- tasks -----------------------------------------------------------------------
+
+    async def _task(
+        self, client: AgentClient, agent: str, task_id: str, *, history_length: int | None = None
+    ) -> Task:
+        """The task as the run shows it now (its artifacts once it completed)."""
+        with _a2a_errors(task_id):
+            status = await client.status(task_id)
+            if status is None:
+                _not_found(task_id)
+            ended = ended_task(task_id, status, f"the run ended: {status.name.lower()}")
+            if ended is not None:
+                # Failed or terminated before the agent wrote its end: no state to read.
+                return ended
+            state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
+            if state.agent != agent:
+                _not_found(task_id)
+            result: AgentResult | None = None
+            if status == WorkflowExecutionStatus.COMPLETED:
+                with contextlib.suppress(AgentFailedError):
+                    result = await client.result(task_id)
+        return task_of(state, result, history_length=history_length)
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        """The task: its state, history (``historyLength``) and artifacts."""
+        client, agent, _ = self._scope(context)
+        history = params.history_length if params.HasField("history_length") else None
+        return await self._task(client, agent, params.id, history_length=history)
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        """Interrupt the run (a pending approval is withdrawn); the task once it ended."""
+        client, agent, _ = self._scope(context)
+        task = await self._task(client, agent, params.id)
+        if task.status.state in _FINAL:
+            raise TaskNotCancelableError(f"task {params.id!r} has ended")
+        with _a2a_errors(params.id):
+            await client.interrupt(params.id, reason="canceled over A2A")
+        async for _ in self._follow(client, params.id):
+            pass
+        return await self._task(client, agent, params.id)
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        """Not offered: ``GetTask`` reads a task at any time (it lives in Temporal)."""
+        raise UnsupportedOperationError("SubscribeToTask is not offered; poll with GetTask")
+        yield  # pragma: no cover
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """Not offered (``GET /v1/runs`` lists the tenant's runs)."""
+        raise UnsupportedOperationError("ListTasks is not offered; GET /v1/runs lists runs")
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        """Not offered: the public card is the whole card."""
+        raise UnsupportedOperationError("no extended agent card")
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Push notifications are not offered."""
+        _no_push()
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        """Push notifications are not offered."""
+        _no_push()
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        """Push notifications are not offered."""
+        _no_push()
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        """Push notifications are not offered."""
+        _no_push()
+
+
+def _text_message(task_id: str, context_id: str, offset: int, text: str) -> Message:
+    return Message(
+        message_id=f"{task_id}-{offset}",
+        role=Role.ROLE_AGENT,
+        task_id=task_id,
+        context_id=context_id,
+        parts=[Part(text=text)],
+    )
+
+
+def _not_found(task_id: str) -> NoReturn:
+    raise TaskNotFoundError(f"no task {task_id!r}")
+
+
+def _no_push() -> NoReturn:
+    raise PushNotificationNotSupportedError("push notifications are not offered")
