@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.rate_limits --json $(BENCH_RESULTS)/rate_limits.json
 	$(BIN)/python -m bench.chaos --kills 100 --json $(BENCH_RESULTS)/chaos.json
 	$(BIN)/python -m bench.gateway --json $(BENCH_RESULTS)/gateway.json
+	$(BIN)/python -m bench.agui --json $(BENCH_RESULTS)/agui.json
 	$(BIN)/python -m bench.streaming --only-first-token --json $(BENCH_RESULTS)/streaming.json
 	$(BIN)/python -m bench.mcp_overhead --json $(BENCH_RESULTS)/mcp_overhead.json
 	$(BIN)/python -m bench.report --results $(BENCH_RESULTS)
