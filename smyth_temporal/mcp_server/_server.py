@@ -27,6 +27,7 @@ from mcp.types import ToolAnnotations
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import ConfigurationError, SmythError
 from smyth_temporal.mcp_server._auth import Callers, RequireKey, is_loopback
+from smyth_temporal.mcp_server._tasks import TaskMiddleware
 from smyth_temporal.security import KeyStore
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest
@@ -54,7 +55,9 @@ _INSTRUCTIONS = (
     "a task and returns its workflow id; run_state and run_result follow it. An agent may "
     "stop to wait for a person's approval of a tool call: list_approvals shows those "
     "requests, decide_approval approves or rejects one. send_message talks to an agent in "
-    "a session that keeps its context between messages."
+    "a session that keeps its context between messages. A client of protocol 2025-11-25 may "
+    "call start_run as a task (its id is the workflow id) and poll it with tasks/get; an "
+    "input_required task waits for decide_approval."
 )
 
 
@@ -76,11 +79,14 @@ def agents_mcp_server(
             (``Authorization: Bearer``); ``None``: every call acts as ``agents``.
 
     Added in 0.3.0. Changed in 0.8.0: ``keys``; deciding is annotated destructive and
-    not idempotent.
+    not idempotent. Changed in 0.9.0: MCP tasks (2025-11-25): ``start_run`` may be
+    called as a task, served with ``tasks/get``, ``tasks/result``, ``tasks/list`` and
+    ``tasks/cancel`` from Temporal.
     """
     server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS)
     known = list(dict.fromkeys(served))
     callers = Callers(agents, keys)
+    server.middleware.append(TaskMiddleware(callers, known))
 
     def caller(ctx: Context) -> AgentClient:
         with _refusals():
