@@ -8,8 +8,9 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
 - one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
   ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_whoami`` (the
   caller's key), ``_a2a`` (A2A 1.0 cards and JSON-RPC, with the a2a extra: its request
-  handler over runs ``_a2a_handler``, tasks as views of runs ``_a2a_tasks``);
-  ``console``: the web console, static pages that call the API from the browser;
+  handler over runs ``_a2a_handler``, tasks as views of runs ``_a2a_tasks``), ``_agui``
+  (AG-UI 1.0: a thread is a session, an approval an interrupt); ``console``: the web
+  console, static pages that call the API from the browser;
 - identity: the key file, principals and the brake on failed authentications live in
   ``smyth_temporal.security`` (every interface shares them); here ``_auth`` (the FastAPI
   dependencies);
@@ -18,7 +19,7 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
   ``_models`` (request and response bodies); ``BodyLimit`` and ``AnnouncingServer``
   (uvicorn, saying where it listens) serve the codec server too.
 
-It needs the ``server`` extra (FastAPI and uvicorn): importing it without them fails
+It needs the ``server`` extra (FastAPI, uvicorn, ag-ui-protocol): importing it without them fails
 with the command that installs them.
 
 Added in 0.3.0.

@@ -1,7 +1,7 @@
 """``create_app``: the gateway as an ASGI app, one router per concern.
 
 The routers (``runs`` and ``listing``, ``sessions``, ``approvals``, ``memory``,
-``openai``) share only the ``Gateway`` on ``app.state`` and the auth dependencies; the
+``openai``, ``agui``) share only the ``Gateway`` on ``app.state`` and the auth dependencies; the
 web console (``console``) is mounted beside them and only calls them from the browser.
 """
 
@@ -48,7 +48,8 @@ __all__ = ["create_app"]
 
 _DESCRIPTION = """\
 Durable agents over HTTP: start runs, follow their events, talk to sessions, decide
-approvals, search memory; and OpenAI's chat completions and Responses under `/openai/v1`.
+approvals, search memory; OpenAI's chat completions and Responses under `/openai/v1`;
+and AG-UI 1.0 at `/ag-ui/{agent}` (a thread is a session, an approval an interrupt).
 
 Every route but `/healthz` needs an API key (`Authorization: Bearer <key>`, from
 `smyth keys create`), which names the only tenant it reaches and a role: `viewer`
