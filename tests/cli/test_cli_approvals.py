@@ -33,12 +33,13 @@ from smyth_temporal.cli import main as cli
 from smyth_temporal.cli._output import (
     format_approvals,
     format_deadline,
+    format_decided,
     format_duration,
     format_sent,
 )
 from smyth_temporal.clients import PendingApproval
 from smyth_temporal.testing import new_task_queue
-from smyth_temporal.types import ApprovalDecision, ApprovalRequest
+from smyth_temporal.types import ApprovalDecision, ApprovalRequest, ApprovalRule
 from tests.helpers.agents import LEDGER_ENV, read_ledger
 from tests.helpers.cli_support import (
     Outcome,
@@ -517,6 +518,33 @@ def test_format_approvals_cuts_long_arguments() -> None:
         + " " * 38
         + "0s   in 1d",
     ]
+
+
+def test_approvals_under_a_quorum_show_who_approved_so_far() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    request = ApprovalRequest(
+        id="apr-1-call_1_0",
+        tool="pay",
+        call_id="call_1_0",
+        step=1,
+        arguments={"amount": 20_000},
+        arguments_sha256="0" * 64,
+        requested_at=now,
+        deadline=now + timedelta(days=1),
+        policy=ApprovalRule(quorum=2),
+        votes=[ApprovalDecision(approved=True, by="alice", role="approver")],
+    )
+    plain = request.model_copy(update={"id": "apr-2-call_2_0", "policy": None, "votes": []})
+    pending = [
+        PendingApproval(agent="Treasurer", workflow_id="T-1", tenant="t", request=r)
+        for r in (request, plain)
+    ]
+    header, first, second = format_approvals(pending, now).splitlines()
+    assert header.split()[-1] == "APPROVED"
+    assert first.endswith("1 of 2 (alice)") and second.endswith("-")
+    assert format_decided("T-1", request) == (
+        "counted approval of apr-1-call_1_0 (pay) on T-1 by alice: 1 of 2 approvals, still pending"
+    )
 
 
 def test_format_sent_rejection() -> None:
