@@ -23,10 +23,11 @@ problem details, as every other route refuses (AG-UI's HTTP binding: "input reje
 before the run starts is an HTTP error status with no event stream"): an unknown agent
 (404), a body that is not a ``RunAgentInput`` (400/422), no user message to send (422),
 a thread that does not exist or an interrupt that is not its own (404), a decision the
-agent refuses (409), a body over the gateway's limit (413). A failure after the stream
-began ends it with ``RUN_ERROR`` (``code``: the error's class). ``tools`` (front-end
-tools), ``context``, ``state`` and ``forwardedProps`` are accepted and not used: the
-agent's tools, instructions and state are its own.
+agent refuses or a new message to a busy thread (409), a body over the gateway's limit
+(413). A failure after the stream began ends it with ``RUN_ERROR`` (``code``: the
+error's class). ``tools`` (front-end tools), ``context``, ``state`` and
+``forwardedProps`` are accepted and not used: the agent's tools, instructions and state
+are its own.
 """
 
 from __future__ import annotations
@@ -156,9 +157,11 @@ async def run(
         source = await _resume(gateway, caller, workflow_id, body.resume)
     else:
         text = _newest_user_text(body)
-        source = await open_reply(
-            gateway, name, body.thread_id, text, caller, _reader(gateway, client, workflow_id)
-        )
+        # One run at a time per thread, as AG-UI runs go: a thread still answering, or
+        # waiting for its interrupts' answers, refuses a new message before the stream
+        # (409) instead of leaving the run silent until the decision.
+        read = _reader(gateway, client, workflow_id)
+        source = await open_reply(gateway, name, body.thread_id, text, caller, read, "reject")
     events = _Events(body.thread_id, body.run_id)
     return event_stream(
         source, events.render, idle=gateway.options.ping_interval, on_error=events.error

@@ -306,3 +306,31 @@ async def test_a_refused_resume_decides_nothing(
     [request] = state.json()["approvals"]
     assert request["status"] == "pending"  # no refused resume decided anything
     assert text_of(resumed) == "Sold."
+
+
+async def test_a_new_message_while_an_interrupt_waits_is_refused_before_the_stream(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+        async with asyncio.timeout(30):  # it used to stream nothing until the decision
+            refused = await running.http.post(
+                "/ag-ui/Operator",
+                json=run_input(thread, "Never mind, how is ACME?"),
+                headers=keys.headers("operator"),
+            )
+        [interrupt] = stopped[-1].outcome.interrupts
+        resume = [{"interruptId": interrupt.id, "status": "cancelled"}]
+        resumed = await run(running, keys, run_input(thread, None, resume=resume), "approver")
+
+    assert refused.status_code == 409, refused.text
+    assert "busy" in refused.json()["detail"]
+    assert text_of(resumed) == "Sold."
+    # The refused message never reached the session.
+    user = [m.content for r in model.requests for m in r.messages if m.role == "user"]
+    assert "Never mind, how is ACME?" not in user
