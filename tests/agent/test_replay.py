@@ -36,6 +36,7 @@ from tests.helpers.agents import Analyst, Rater, Summarizer
 from tests.helpers.budget_agents import AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
 from tests.helpers.mcp_agents import Clock
+from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 
 # The workflows below are defined here, so the sandbox re-imports this module; the
@@ -77,6 +78,7 @@ async def test_history_replays(path: Path) -> None:
         AskingSpender,
         LiveChannel,
         Trader,
+        Treasurer,
     )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None

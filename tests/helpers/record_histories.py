@@ -54,6 +54,7 @@ from tests.helpers.budget_agents import PRICES_TOML, AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
+from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 from tests.helpers.trading import sell
 from tests.helpers.worker_process import spawn_worker
@@ -192,6 +193,11 @@ SIGNALLED_SCENARIO = "trader_signalled_with_request"
 call's completion that makes its request: held to the end of that activation and
 applied (patch ``smyth-signalled-decisions``, 0.8.0), every task replayed."""
 
+QUORUM_SCENARIO = "treasurer_quorum"
+"""Treasurer's payment under a two-approver ``ApprovalPolicy``: alice's approval counted
+(still pending), bob's settles it, the payment runs (patch ``smyth-approval-policy``,
+0.9.0); the run publishes its quorum progress (``SmythApprovalProgress``)."""
+
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
@@ -202,6 +208,7 @@ SCENARIOS = (
     APPROVAL_SCENARIO,
     CALL_IDS_SCENARIO,
     SIGNALLED_SCENARIO,
+    QUORUM_SCENARIO,
 )
 
 
@@ -388,6 +395,28 @@ async def record_approval(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_quorum(client: Client, scenario: str) -> str:
+    """``Treasurer``: a payment two people must approve, approved by alice then bob."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    model = ScriptedModel([tool_call("pay", amount=20_000, to="acme"), tool_results])
+    async with agent_worker(client, Treasurer, model=model, task_queue=task_queue):
+        handle = await agents.start(
+            Treasurer, AgentInput(prompt="Pay acme", started_by="ops"), id=workflow_id(scenario)
+        )
+        while not (state := await agents.state(handle.id)).pending_approvals:
+            await asyncio.sleep(0.05)
+        request = state.pending_approvals[0]
+        for approver in ("alice", "bob"):
+            await agents.approve(
+                handle.id, request.id, by=approver, arguments_sha256=request.arguments_sha256
+            )
+        result = await agents.result(handle.id)
+    if result.status != "completed" or result.output != "paid 20000 to acme":
+        raise RuntimeError(f"unexpected outcome: {result.status} {result.output!r}")
+    return (await handle.fetch_history()).to_json()
+
+
 async def record_model_ids(client: Client, scenario: str) -> str:
     """``Trader``: three gated sells under colliding model ids, each approved by its id."""
     task_queue = f"smyth-histories-{scenario}"
@@ -454,6 +483,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     APPROVAL_SCENARIO: record_approval,
     CALL_IDS_SCENARIO: record_model_ids,
     SIGNALLED_SCENARIO: record_signalled,
+    QUORUM_SCENARIO: record_quorum,
 }
 
 
