@@ -122,8 +122,9 @@ async def _until_healthy(url: str) -> None:
             await asyncio.sleep(0.1)
 
 
-Call = Callable[[str], Awaitable[object]]
-"""One round trip to the session named by its argument."""
+Call = Callable[[str], Awaitable[float | None]]
+"""One round trip to the session named by its argument; a streamed one returns when
+(``time.perf_counter``) its first text arrived."""
 
 
 @dataclass
@@ -135,22 +136,35 @@ class Way:
     baseline: str | None
     """The path it is compared with; ``None``: a floor, no Temporal call at all."""
     times: list[float] = field(default_factory=list)
+    firsts: list[float] = field(default_factory=list)
+    """Seconds from the send to the first text (streamed ways)."""
 
 
-async def _drain(stream: AsyncIterator[object]) -> None:
-    async for _ in stream:
-        pass
+async def _drain(stream: AsyncIterator[object], has_text: Callable[[Any], bool]) -> float | None:
+    """Read ``stream`` to its end; when its first item with text came."""
+    first = None
+    async for item in stream:
+        if first is None and has_text(item):
+            first = time.perf_counter()
+    return first
+
+
+def _chunk_text(chunk: Any) -> bool:
+    return bool(chunk.choices and chunk.choices[0].delta.content)
 
 
 def paths(agents: AgentClient, served: Gateway, http: httpx.AsyncClient) -> list[Way]:
     chat = openai.AsyncOpenAI(base_url=f"{served.url}/openai/v1", api_key=served.key, max_retries=0)
     message: list[ChatCompletionMessageParam] = [{"role": "user", "content": PROMPT}]
 
+    previous: dict[str, str] = {}  # a Responses conversation: the session by its last id
+
     async def direct(session: str) -> None:
         await agents.send(AGENT, session, PROMPT, tenant=TENANT)
 
-    async def direct_streamed(session: str) -> None:
-        await _drain(aiter(agents.send(AGENT, session, PROMPT, tenant=TENANT, stream=True)))
+    async def direct_streamed(session: str) -> float | None:
+        stream = agents.send(AGENT, session, PROMPT, tenant=TENANT, stream=True)
+        return await _drain(aiter(stream), lambda chunk: bool(chunk.text))
 
     async def native(session: str) -> None:
         route = f"/v1/agents/{AGENT}/sessions/{session}/messages"
@@ -163,14 +177,40 @@ def paths(agents: AgentClient, served: Gateway, http: httpx.AsyncClient) -> list
     async def client(session: str) -> None:
         await chat.chat.completions.create(model=AGENT, user=session, messages=message)
 
-    async def client_streamed(session: str) -> None:
+    async def client_streamed(session: str, interim_text: bool = False) -> float | None:
         stream = await chat.chat.completions.create(
             model=AGENT,
             user=session,
             messages=message,
             stream=True,
+            extra_body={"smyth": {"interim_text": True}} if interim_text else None,
         )
-        await _drain(aiter(stream))
+        return await _drain(aiter(stream), _chunk_text)
+
+    async def client_interim(session: str) -> float | None:
+        return await client_streamed(session, interim_text=True)
+
+    async def raw_responses(session: str) -> None:
+        body = {"model": AGENT, "input": PROMPT, "previous_response_id": previous.get(session)}
+        answer = await http.post("/openai/v1/responses", json=body)
+        previous[session] = answer.raise_for_status().json()["id"]
+
+    async def responses(session: str) -> None:
+        answer = await chat.responses.create(
+            model=AGENT, input=PROMPT, previous_response_id=previous.get(session)
+        )
+        previous[session] = answer.id
+
+    async def responses_streamed(session: str) -> float | None:
+        first = None
+        async with chat.responses.stream(
+            model=AGENT, input=PROMPT, previous_response_id=previous.get(session)
+        ) as stream:
+            async for event in stream:
+                if first is None and event.type == "response.output_text.delta":
+                    first = time.perf_counter()
+            previous[session] = (await stream.get_final_response()).id
+        return first
 
     async def health(session: str) -> None:
         (await http.get("/healthz")).raise_for_status()
@@ -186,8 +226,12 @@ def paths(agents: AgentClient, served: Gateway, http: httpx.AsyncClient) -> list
         Way("httpx POST /v1/.../messages", native, whole),
         Way("httpx POST /openai/v1/chat/completions", raw, whole),
         Way("openai client", client, whole),
+        Way("httpx POST /openai/v1/responses", raw_responses, whole),
+        Way("openai client, responses.create", responses, whole),
         Way(streamed, direct_streamed, streamed),
         Way("openai client, stream=True", client_streamed, streamed),
+        Way("openai client, stream, interim_text", client_interim, streamed),
+        Way("openai client, responses.stream", responses_streamed, streamed),
     ]
 
 
@@ -195,7 +239,12 @@ def ms(values: Sequence[float]) -> str:
     return f"{percentile(values, 0.5) * 1000:7.1f} {percentile(values, 0.95) * 1000:7.1f}"
 
 
-GUARDED = {"openai client": "openai_whole", "openai client, stream=True": "openai_streamed"}
+GUARDED = {
+    "openai client": "openai_whole",
+    "openai client, stream=True": "openai_streamed",
+    "openai client, responses.create": "responses_whole",
+    "openai client, responses.stream": "responses_streamed",
+}
 """The rows ``bench.check`` holds to ``bench/bounds.toml`` (key ``gateway.<key>``)."""
 
 
@@ -207,9 +256,11 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[di
         for number in range(rounds + 1):
             for index, way in enumerate(ways):
                 began = time.perf_counter()
-                await way.call(f"s{index}")
+                first = await way.call(f"s{index}")
                 if number:  # the first round opens connections and starts the sessions
                     way.times.append(time.perf_counter() - began)
+                    if first is not None:
+                        way.firsts.append(first - began)
     by_name = {way.name: way for way in ways}
     print(f"\n1. Session round trip, {rounds} rounds (p50 of 30-word replies)")
     print(f"  {'path':40} {'p50 ms':>7} {'p95 ms':>7} {'ratio':>6} {'added':>8}")
@@ -220,6 +271,10 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[di
         base = percentile(by_name[way.baseline].times, 0.5)
         p50 = percentile(way.times, 0.5)
         print(f"  {way.name:40} {ms(way.times)} {p50 / base:5.2f}x {(p50 - base) * 1000:+6.1f}ms")
+    print("\n  time to the first text (streamed ways; p50 and p95 ms)")
+    for way in ways:
+        if way.firsts:
+            print(f"  {way.name:40} {ms(way.firsts)}")
     rows = []
     for name, key in GUARDED.items():
         way = by_name[name]
@@ -230,6 +285,14 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[di
         rows.append(
             headline(f"gateway round trip, {name}", p50 * 1000, base * 1000, "ms", note, key=key)
         )
+    for way in ways:
+        if way.firsts and way.baseline is not None and way.name != way.baseline:
+            first = percentile(way.firsts, 0.5)
+            base = percentile(by_name[way.baseline].firsts, 0.5)
+            note = f"p50 of {rounds} streamed replies, send to first text; baseline: {way.baseline}"
+            rows.append(
+                headline(f"time to first text, {way.name}", first * 1000, base * 1000, "ms", note)
+            )
     return rows
 
 

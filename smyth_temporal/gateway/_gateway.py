@@ -71,6 +71,10 @@ class GatewayOptions:
     max_streams_per_key: int = 16
     """Event streams (run events, streamed replies) one API key may have open at once in
     a gateway process; past it, 429. Added in 0.8.0."""
+    pending_check: float = 1.0
+    """Seconds between two looks, while a whole OpenAI answer (chat completion, response)
+    waits, for an approval the session waits for: one ends the answer, naming it.
+    Added in 0.9.0."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ from smyth_temporal.gateway._turns import (
     TurnPending,
     TurnText,
     pending_notice,
+    reply_or_pending,
     turn_items,
 )
 from smyth_temporal.types.messages import Usage
@@ -220,7 +221,22 @@ async def chat_completions(
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "no user message with text to send")
     completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     workflow_id = session_workflow_id(name, caller.tenant, session_id)
-    answer = _Answer(body.smyth.interim_text, workflow_id)
+    interim = body.smyth.interim_text
+    answer = _Answer(interim, workflow_id)
+    if not (body.stream or interim):  # the reply is all it says: no events to follow
+        outcome = await while_connected(
+            request,
+            reply_or_pending(
+                gateway.acting_for(caller),
+                name,
+                session_id,
+                text,
+                workflow_id=workflow_id,
+                every=gateway.options.pending_check,
+            ),
+        )
+        answer.add(outcome)
+        return _completion(completion_id, created, name, answer)
     source = await open_reply(gateway, name, session_id, text, caller, turn_items)
     if body.stream:
         include_usage = body.stream_options is not None and body.stream_options.include_usage
@@ -233,23 +249,26 @@ async def chat_completions(
             last=encode("[DONE]"),
         )
 
-    async def whole() -> str:
+    async def whole() -> None:  # every message of the turn: from its events
         try:
             async for item in source.items(gateway.options.ping_interval):
                 if item is not None:
                     answer.add(item)
         finally:
             await source.aclose()
-        return "".join(answer.text)
 
-    content = await while_connected(request, whole())
+    await while_connected(request, whole())
+    return _completion(completion_id, created, name, answer)
+
+
+def _completion(completion_id: str, created: int, model: str, answer: _Answer) -> ChatCompletion:
     return ChatCompletion(
         id=completion_id,
         created=created,
-        model=name,
-        choices=[Choice(message=AssistantMessage(content=content))],
+        model=model,
+        choices=[Choice(message=AssistantMessage(content="".join(answer.text)))],
         usage=CompletionUsage.of(answer.usage),
-        smyth_session=workflow_id,
+        smyth_session=answer.workflow_id,
         smyth_pending=answer.pending,
     )
 

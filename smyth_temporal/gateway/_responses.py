@@ -27,20 +27,20 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, HTTPException, Path, Request, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from smyth_temporal.clients import ReplyStream
-from smyth_temporal.exceptions import AgentNotFoundError
+from smyth_temporal.exceptions import AgentNotFoundError, InvalidMessageError
 from smyth_temporal.gateway._auth import Operator, Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep, while_connected
 from smyth_temporal.gateway._problems import openai_error, problem_of
 from smyth_temporal.gateway._sessions import open_reply
-from smyth_temporal.gateway._sse import SSE_RESPONSES, encode, event_stream
+from smyth_temporal.gateway._sse import SSE_RESPONSES, Lookahead, encode, event_stream
 from smyth_temporal.gateway._turns import (
     TurnItem,
     TurnMessage,
@@ -48,6 +48,7 @@ from smyth_temporal.gateway._turns import (
     TurnText,
     TurnTool,
     pending_notice,
+    reply_or_pending,
     turn_items,
 )
 from smyth_temporal.security import Principal
@@ -55,13 +56,15 @@ from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.events import MessageCompleted
 from smyth_temporal.types.messages import Message, ToolCall, Usage
-from smyth_temporal.types.sessions import SessionReply, session_workflow_id
+from smyth_temporal.types.sessions import SessionReply, WhileBusy, session_workflow_id
 
 __all__ = ["ResponseObject", "ResponseRef", "ResponsesRequest", "router"]
 
 router = APIRouter(prefix="/openai/v1", tags=["openai"])
 
 _ID_PREFIX = "resp_"
+
+T = TypeVar("T")
 
 
 class ResponseRef(BaseModel):
@@ -379,57 +382,113 @@ async def create_response(
     name = gateway.agent(body.model)
     text = body.text()
     session_id = await _session_of(gateway, caller, name, body.previous_response_id)
-    taken: list[int] = []
-    source = await open_reply(gateway, name, session_id, text, caller, lambda s: _taken(s, taken))
     created = time.time()
+    workflow_id = session_workflow_id(name, caller.tenant, session_id)
 
-    def builder() -> _Builder:
-        ref = ResponseRef(
-            tenant=caller.tenant, agent=name, session_id=session_id, step=taken[0] if taken else 0
+    def made(response: ResponseObject) -> ResponseObject:
+        """``response`` with what the request said about it."""
+        return response.model_copy(
+            update={
+                "created_at": created,
+                "instructions": body.instructions,
+                "metadata": {**(body.metadata or {}), **response.metadata},
+                "previous_response_id": body.previous_response_id,
+            }
         )
-        return _Builder(
-            ResponseObject(
-                id=ref.encode(),
-                created_at=created,
-                status="in_progress",
-                model=name,
-                instructions=body.instructions,
-                metadata=body.metadata or {},
-                previous_response_id=body.previous_response_id,
+
+    continued = body.previous_response_id is not None
+    if not body.stream:
+        # The reply is enough to wait for (no events to follow, see reply_or_pending);
+        # the turn's items then come from the reply or the session's state.
+        def whole(while_busy: WhileBusy | None) -> Awaitable[SessionReply | TurnPending]:
+            return reply_or_pending(
+                gateway.acting_for(caller),
+                name,
+                session_id,
+                text,
+                workflow_id=workflow_id,
+                every=gateway.options.pending_check,
+                while_busy=while_busy,
             )
+
+        outcome = await while_connected(
+            request, _unless_waiting(gateway, caller, workflow_id, whole, continued=continued)
+        )
+        ref = ResponseRef(
+            tenant=caller.tenant, agent=name, session_id=session_id, step=_last_step(outcome)
+        )
+        if isinstance(outcome, SessionReply) and _plain(outcome):
+            return made(_replied(ref, outcome))  # one message, no tool: the reply is all
+        state = await gateway.acting_for(caller).state(
+            workflow_id, timeout=gateway.options.worker_timeout
+        )
+        return made(_answered(ref, text, state, outcome))
+
+    taken: list[int] = []
+
+    def streamed(while_busy: WhileBusy | None) -> Awaitable[Lookahead[TurnItem]]:
+        return open_reply(
+            gateway, name, session_id, text, caller, lambda s: _taken(s, taken), while_busy
         )
 
-    if body.stream:
-        state: list[_Builder] = []
+    source = await _unless_waiting(gateway, caller, workflow_id, streamed, continued=continued)
+    builder: list[_Builder] = []
 
-        def render(item: TurnItem) -> bytes:
-            events = []
-            if not state:  # the first item came after the session took the message
-                state.append(builder())
-                events += state[0].start()
-            events += state[0].add(item)
-            return b"".join(encode(json.dumps(e), event=e["type"]) for e in events)
+    def render(item: TurnItem) -> bytes:
+        events = []
+        if not builder:  # the first item came after the session took the message
+            ref = ResponseRef(
+                tenant=caller.tenant,
+                agent=name,
+                session_id=session_id,
+                step=taken[0] if taken else 0,
+            )
+            started = ResponseObject(
+                id=ref.encode(), created_at=0, status="in_progress", model=name
+            )
+            builder.append(_Builder(made(started)))
+            events += builder[0].start()
+        events += builder[0].add(item)
+        return b"".join(encode(json.dumps(e), event=e["type"]) for e in events)
 
-        return event_stream(
-            source,
-            render,
-            idle=gateway.options.ping_interval,
-            on_error=_error_event,
-        )
+    return event_stream(source, render, idle=gateway.options.ping_interval, on_error=_error_event)
 
-    async def whole() -> ResponseObject:
-        built: _Builder | None = None
-        try:
-            async for item in source.items(gateway.options.ping_interval):
-                if item is not None:
-                    built = built or builder()
-                    built.add(item)
-        finally:
-            await source.aclose()
-        assert built is not None  # a turn ends with its reply or a pending approval
-        return built.response
 
-    return await while_connected(request, whole())
+def _last_step(outcome: SessionReply | TurnPending) -> int:
+    """Where the turn began, as far as its outcome tells: before its model calls."""
+    if isinstance(outcome, TurnPending):
+        return outcome.request.step - 1
+    calls = outcome.turn_usage.requests if outcome.turn_usage is not None else 1
+    return outcome.step - calls
+
+
+def _plain(reply: SessionReply) -> bool:
+    """A turn of one model call and no tool call: its reply is its only message."""
+    usage = reply.turn_usage
+    return usage is not None and usage.requests == 1 and usage.tool_calls == 0
+
+
+def _replied(ref: ResponseRef, reply: SessionReply) -> ResponseObject:
+    response = ResponseObject(id=ref.encode(), created_at=0, status="completed", model=ref.agent)
+    builder = _Builder(response)
+    builder.add(TurnMessage(f"step-{reply.step}", reply.text, ()))
+    builder.add(reply)
+    return builder.response
+
+
+def _answered(
+    guess: ResponseRef, text: str, state: AgentState, outcome: SessionReply | TurnPending
+) -> ResponseObject:
+    """The whole response of the turn that answered ``text`` (or waits for a decision)."""
+    ref = guess.model_copy(update={"step": _turn_start(state, text, guess.step)})
+    response = _rebuilt(ref.encode(), ref, state)
+    if isinstance(outcome, TurnPending):
+        return response
+    if not any(item.get("phase") == "final_answer" for item in response.output):
+        # The turn ended without a message free of tool calls (max_steps): its reply.
+        answer = f"msg_{hashlib.sha256(response.id.encode()).hexdigest()[:16]}_answer"
+        response.output.append(_text_message(answer, outcome.text, done=True, final=True))
+    return response.model_copy(update={"status": "completed", "usage": _usage(outcome.turn_usage)})
 
 
 def _error_event(exc: Exception) -> bytes:
@@ -455,21 +514,42 @@ async def _session_of(gateway: Gateway, caller: Principal, agent: str, previous:
             f"previous_response_id {previous!r} is a response of agent {ref.agent!r}, "
             f"not {agent!r}",
         )
-    try:
-        state = await gateway.acting_for(caller).state(
-            ref.workflow_id, timeout=gateway.options.worker_timeout
-        )
-    except AgentNotFoundError:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {previous!r}") from None
-    if state.pending_approvals:
-        # The message would wait behind the undecided turn, silently: refuse it instead.
-        request = state.pending_approvals[0]
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"the session waits for a decision on request {request.id} ({request.tool}): "
-            "decide it, then send the input again (it was not sent)",
-        )
+    if await gateway.acting_for(caller).status(ref.workflow_id) is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {previous!r}")
     return ref.session_id
+
+
+async def _unless_waiting(
+    gateway: Gateway,
+    caller: Principal,
+    workflow_id: str,
+    send: Callable[[WhileBusy | None], Awaitable[T]],
+    *,
+    continued: bool,
+) -> T:
+    """``send`` the input, unless the session waits for a decision (a 409 naming it).
+
+    Input for a session that waits would wait behind the undecided turn, silently. A
+    continued conversation's input goes first as ``reject`` (refused at once, unrecorded,
+    if the session is busy): only then is the state asked for, and input for a session
+    busy otherwise (a decided turn still going on) is sent again, to wait its turn.
+    """
+    if not continued:
+        return await send(None)
+    try:
+        return await send("reject")
+    except InvalidMessageError:
+        state = await gateway.acting_for(caller).state(
+            workflow_id, timeout=gateway.options.worker_timeout
+        )
+        if state.pending_approvals:
+            request = state.pending_approvals[0]
+            raise HTTPException(
+                status.HTTP_409_CONFLICT,
+                f"the session waits for a decision on request {request.id} ({request.tool}): "
+                "decide it, then send the input again (it was not sent)",
+            ) from None
+    return await send(None)
 
 
 ResponseId = Annotated[str, Path(min_length=1, max_length=2000, description="a response id")]
@@ -551,6 +631,20 @@ def _rebuilt(response_id: str, ref: ResponseRef, state: AgentState) -> ResponseO
     if pending:
         builder.add(TurnPending(pending[0]))
     return builder.response
+
+
+def _turn_start(state: AgentState, text: str, fallback: int) -> int:
+    """The step at which the session took ``text``: before the first step after it.
+
+    From the session's recent messages; failing that (a turn longer than they are),
+    ``fallback``.
+    """
+    messages = state.messages
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "user" and messages[index].content == text:
+            later = [m.step for m in messages[index + 1 :] if m.step is not None]
+            return later[0] - 1 if later else fallback
+    return fallback
 
 
 def _as_turn(message: Message) -> TurnMessage:

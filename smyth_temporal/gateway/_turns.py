@@ -11,10 +11,15 @@ a decision lets it go on, and the next message is answered after it).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from smyth_temporal.clients import ReplyStream
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+
+from smyth_temporal.clients import AgentClient, ReplyStream
+from smyth_temporal.exceptions import ClientError
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.events import (
     ApprovalRequested,
@@ -26,7 +31,7 @@ from smyth_temporal.types.events import (
     ToolCallScheduled,
 )
 from smyth_temporal.types.messages import ToolCall
-from smyth_temporal.types.sessions import SessionReply
+from smyth_temporal.types.sessions import SessionReply, WhileBusy
 
 __all__ = [
     "TurnItem",
@@ -35,6 +40,7 @@ __all__ = [
     "TurnText",
     "TurnTool",
     "pending_notice",
+    "reply_or_pending",
     "turn_items",
 ]
 
@@ -94,7 +100,9 @@ def pending_notice(request: ApprovalRequest) -> str:
 
 
 async def turn_items(
-    stream: ReplyStream, *, on_taken: Callable[[MessageCompleted], None] | None = None
+    stream: ReplyStream,
+    *,
+    on_taken: Callable[[MessageCompleted], None] | None = None,
 ) -> AsyncIterator[TurnItem]:
     """The items of one reply, ending with the ``SessionReply`` or a ``TurnPending``.
 
@@ -134,3 +142,49 @@ async def turn_items(
         await events.aclose()  # now: it stops waiting for the reply (the session goes on)
     if stream.reply is not None:
         yield stream.reply
+
+
+async def reply_or_pending(
+    client: AgentClient,
+    agent: str,
+    session_id: str,
+    text: str,
+    *,
+    workflow_id: str,
+    every: float,
+    while_busy: WhileBusy | None = None,
+) -> SessionReply | TurnPending:
+    """Send ``text`` and wait for the reply, or for the session to wait for a decision.
+
+    For whole answers, which need no events: following the session's events would cost
+    the session a poll per read and the answer a query before it is sent. Instead, every
+    ``every`` seconds without the reply, the session's state is asked for: an approval
+    pending there holds every message behind it (this one's turn, or one before it), so
+    the answer ends with it. The session still answers the message after the decision.
+
+    Raises:
+        InvalidMessageError: The session refused the message.
+    """
+    delivery = asyncio.ensure_future(client.send(agent, session_id, text, while_busy=while_busy))
+    try:
+        while True:
+            await asyncio.wait({delivery}, timeout=every)
+            if delivery.done():
+                reply = delivery.result()
+                assert reply is not None  # waited for
+                return reply
+            looked = asyncio.ensure_future(client.state(workflow_id, timeout=every))
+            await asyncio.wait({delivery, looked}, return_when=asyncio.FIRST_COMPLETED)
+            if not looked.done():
+                looked.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ClientError):
+                pending = (await looked).pending_approvals
+                if pending and not delivery.done():
+                    return TurnPending(pending[0])
+    finally:
+        if not delivery.done():
+            delivery.cancel()
+            with contextlib.suppress(
+                asyncio.CancelledError, WorkflowUpdateRPCTimeoutOrCancelledError
+            ):
+                await delivery

@@ -213,7 +213,7 @@ async def test_streamed_and_whole_completions_carry_the_same_text_and_the_turns_
     # Each turn: interim text beside a tool call, then the answer. Four turns: whole and
     # streamed, without and with interim text.
     turn = [_saying(tool_call("get_quote", symbol="ACME"), INTERIM), reply(ANSWER)]
-    model = ScriptedModel(turn * 4, piece_delay=0.01, tokens_per_turn=7)
+    model = ScriptedModel(turn * 4, piece_delay=0.03, tokens_per_turn=7)
     hello = [{"role": "user", "content": "How is ACME?"}]
     interim = {"smyth": {"interim_text": True}}
     async with (
@@ -258,9 +258,15 @@ async def test_a_completion_stopped_by_a_pending_approval_ends_naming_the_reques
     client: Client, task_queue: str, keys: Keys
 ) -> None:
     model = ScriptedModel(
-        [tool_call("sell", symbol="ACME", quantity=5), reply("Sold 5 ACME."), reply("Done.")]
+        [
+            tool_call("sell", symbol="ACME", quantity=5),
+            reply("Sold 5 ACME."),
+            reply("On it."),
+            reply("Done."),
+        ]
     )
     hello = [{"role": "user", "content": "Sell 5 ACME."}]
+    hurry = [{"role": "user", "content": "Hurry."}]
     async with (
         agent_worker(client, Operator, model=model, task_queue=task_queue),
         gateway(client, task_queue, keys) as running,
@@ -269,6 +275,10 @@ async def test_a_completion_stopped_by_a_pending_approval_ends_naming_the_reques
         async with asyncio.timeout(30):  # it used to wait for the decision, silently
             stopped = await chat.chat.completions.create(
                 model="Operator", user="gated", messages=hello
+            )
+            # A message behind the waiting turn ends too, naming what it waits behind.
+            waiting = await chat.chat.completions.create(
+                model="Operator", user="gated", messages=hurry
             )
         workflow_id = session_workflow_id("Operator", TENANT, "gated")
         state = await running.http.get(f"/v1/runs/{workflow_id}", headers=keys.headers("viewer"))
@@ -291,8 +301,9 @@ async def test_a_completion_stopped_by_a_pending_approval_ends_naming_the_reques
         "tool": "sell",
         "workflow_id": session_workflow_id("Operator", TENANT, "gated"),
     }
+    assert waiting.choices[0].message.content == content
     assert decided.status_code == 200, decided.text
-    # The next message is answered after the decided turn, which the session finished.
+    # The next message is answered after the decided turn and the one queued behind it.
     assert then.choices[0].message.content == "Done."
     assert [m.content for m in model.requests[2].messages if m.role == "assistant"][-1] == (
         "Sold 5 ACME."

@@ -90,6 +90,7 @@ async def test_a_second_response_by_previous_response_id_remembers_the_first(
     assert (first.usage.input_tokens, first.usage.output_tokens) == (5, 5)
     assert first.usage.total_tokens == 10
     assert (again.id, again.status, again.output_text) == (first.id, "completed", "Hello, Alice.")
+    assert [item.id for item in again.output] == [item.id for item in first.output]
     assert seen_by_viewer.output_text == "Your name is Alice."
 
 
@@ -97,7 +98,7 @@ async def test_a_streamed_responses_deltas_rebuild_its_final_text(
     client: Client, task_queue: str, keys: Keys
 ) -> None:
     turn = [_saying(tool_call("get_quote", symbol="ACME"), INTERIM), reply(ANSWER)]
-    model = ScriptedModel(turn * 2, piece_delay=0.01)
+    model = ScriptedModel(turn * 2, piece_delay=0.03)
     async with (
         agent_worker(client, Operator, model=model, task_queue=task_queue),
         gateway(client, task_queue, keys) as running,
