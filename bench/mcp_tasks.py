@@ -1,0 +1,167 @@
+"""What an MCP task adds to a one-step run, next to ``AgentClient`` and the plain tools.
+
+From the repository root::
+
+    .venv/bin/python -m bench.mcp_tasks [--rounds 30] [--json PATH]
+
+One dev server, one worker in this process serving ``StepBench`` (a scripted model
+that answers at once: a one-step run), and the MCP server of ``smyth mcp serve`` in
+this process too, to a 2025-11-25 client over the SDK's in-memory transport (what is
+measured is the server's work, not a transport). The paths take turns, one run each
+per round, in an order that rotates, after an untimed round:
+
+- ``AgentClient``: ``start`` then ``result`` (the baseline);
+- plain tools: ``start_run`` then ``run_result`` (which waits for the end);
+- task: ``start_run`` as a task, then ``tasks/result`` (which waits for the end);
+- task, polled: ``tasks/get`` every 50 ms until ``completed``, then ``tasks/result``.
+
+Per path: p50 and p95 of start to result, and the p50's ratio to the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    CreateTaskResult,
+    GetTaskPayloadRequest,
+    GetTaskPayloadRequestParams,
+    GetTaskRequest,
+    GetTaskRequestParams,
+    GetTaskResult,
+    TaskMetadata,
+)
+
+from bench._common import StepBench, percentile
+from bench._results import headline, write_json
+from smyth_temporal import AgentClient
+from smyth_temporal._logging import configure_logging
+from smyth_temporal.mcp_server import agents_mcp_server
+from smyth_temporal.testing import (
+    ScriptedModel,
+    agent_worker,
+    new_task_queue,
+    reply,
+    start_dev_environment,
+)
+
+GOAL = 1.1
+"""A task's round trip over ``AgentClient`` (issue 27)."""
+
+AGENT = "StepBench"
+"""``bench._common``'s agent; its model answers at once, so a run is one step."""
+
+
+Path_ = Callable[[], Awaitable[None]]
+
+
+def paths(agents: AgentClient, mcp: Client) -> dict[str, Path_]:
+    async def baseline() -> None:
+        handle = await agents.start(AGENT, "Say done.")
+        await agents.result(handle.id)
+
+    async def plain() -> None:
+        started = await mcp.call_tool("start_run", {"agent": AGENT, "prompt": "Say done."})
+        workflow_id = (started.structured_content or {})["workflow_id"]
+        await mcp.call_tool("run_result", {"workflow_id": workflow_id})
+
+    async def create() -> str:
+        params = CallToolRequestParams(
+            name="start_run",
+            arguments={"agent": AGENT, "prompt": "Say done."},
+            task=TaskMetadata(),
+        )
+        # mcp 2.3's client validates tools/call answers as CallToolResult: the task's
+        # answer goes through the session's dispatcher (see tests/mcp/test_mcp_tasks.py).
+        answer: dict[str, Any] = await mcp.session._dispatcher.send_raw_request(
+            "tools/call", params.model_dump(by_alias=True, mode="json")
+        )
+        return CreateTaskResult.model_validate(answer, by_name=False).task.task_id
+
+    async def payload(task_id: str) -> None:
+        request = GetTaskPayloadRequest(params=GetTaskPayloadRequestParams(task_id=task_id))
+        await mcp.session.send_request(request, CallToolResult)
+
+    async def task() -> None:
+        await payload(await create())
+
+    async def task_polled() -> None:
+        task_id = await create()
+        request = GetTaskRequest(params=GetTaskRequestParams(task_id=task_id))
+        while (await mcp.session.send_request(request, GetTaskResult)).status != "completed":
+            await asyncio.sleep(0.05)
+        await payload(task_id)
+
+    return {
+        "AgentClient": baseline,
+        "plain tools": plain,
+        "task": task,
+        "task, polled": task_polled,
+    }
+
+
+async def main(rounds: int, json_path: Path | None) -> None:
+    configure_logging("ERROR")
+    os.environ.setdefault("SMYTH_PAYLOAD_STORAGE", "off")
+    env = await start_dev_environment()
+    queue = new_task_queue()
+    try:
+        agents = AgentClient(env.client, task_queue=queue)
+        model = ScriptedModel([reply("done")])
+        async with (
+            agent_worker(env.client, StepBench, model=model, task_queue=queue),
+            Client(agents_mcp_server(agents, [AGENT]), mode="legacy") as mcp,
+        ):
+            ways = paths(agents, mcp)
+            times: dict[str, list[float]] = {name: [] for name in ways}
+            names = list(ways)
+            for round_ in range(rounds + 1):
+                # Each round in another order: a path is not always the one after the same.
+                shift = round_ % len(names)
+                for name in names[shift:] + names[:shift]:
+                    way = ways[name]
+                    began = time.perf_counter()
+                    await way()
+                    if round_:  # the first round is untimed
+                        times[name].append(time.perf_counter() - began)
+        base = percentile(times["AgentClient"], 0.5)
+        print(f"{rounds} one-step runs per path (after an untimed round), start to result")
+        rows = []
+        for name, measured in times.items():
+            p50, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
+            print(
+                f"  {name:<13} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  "
+                f"{p50 / base:.2f}x"
+            )
+            rows.append(
+                headline(
+                    f"one-step run, {name}",
+                    p50 * 1000,
+                    base * 1000,
+                    "ms",
+                    "baseline: AgentClient.start + result, same dev server and worker",
+                    key="mcp_" + name.replace(", ", "_").replace(" ", "_").lower(),
+                )
+            )
+        print(f"goal: a task's round trip within {GOAL}x of AgentClient's")
+        if json_path:
+            write_json(json_path, "mcp_tasks", rows, {})
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--json", type=Path, default=None)
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.rounds, arguments.json))
