@@ -19,7 +19,7 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from smyth_temporal import AgentConfig, AgentInput, ConfigurationError, tool
+from smyth_temporal import AgentConfig, AgentInput, ApprovalPolicy, ConfigurationError, tool
 from smyth_temporal.agent.delegation import _qualified
 from smyth_temporal.agent.mcp import build_mcp_tools
 from smyth_temporal.agent.tooling import limited
@@ -124,6 +124,19 @@ def test_filters_and_overrides_win_over_annotations() -> None:
         "git_add": ("idempotent", True),
     }
     assert warnings == []
+
+
+def test_an_mcp_override_may_be_an_approval_policy() -> None:
+    two = ApprovalPolicy(quorum=2, roles=("operator", "approver"))
+    config = AgentConfig(model="m", mcp_servers=["git"], mcp_approval={"git.git_push": two})
+    tools = build_mcp_tools(
+        config, [listing("git", "git_push", "git_log")], (), lambda e, **f: None
+    )
+    gated = {t.name: t.approval_policy for t in tools}
+    assert gated == {"git_push": two, "git_log": None}
+    [push] = [t for t in tools if t.name == "git_push"]
+    assert push.needs_approval({}) and push.approval_policy is not None
+    assert push.approval_policy.rule().quorum == 2
 
 
 def test_an_override_that_matches_no_tool_is_reported() -> None:
