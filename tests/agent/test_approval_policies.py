@@ -24,7 +24,13 @@ from smyth_temporal import (
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue, reply, tool_call
 from tests.helpers.agents import read_ledger
-from tests.helpers.policy_agents import HOPS, OfflineTreasurer, QuorumRelay, Treasurer
+from tests.helpers.policy_agents import (
+    HOPS,
+    CarefulTrader,
+    OfflineTreasurer,
+    QuorumRelay,
+    Treasurer,
+)
 
 
 def echo(request: ModelRequest) -> ModelResponse:
@@ -226,6 +232,22 @@ async def test_a_half_decided_quorum_survives_continue_as_new(
     [decided] = state.approvals
     assert decided.status == "approved" and [v.by for v in decided.votes] == ["alice", "bob"]
     assert executed(ledger) == [("pay", 75_000)]
+
+
+async def test_an_agent_wide_policy_governs_tools_that_say_only_true(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=3), echo])
+    async with agent_worker(client, CarefulTrader, model=model, task_queue=task_queue):
+        handle = await agents.start(CarefulTrader, "Sell ACME")
+        request = await pending_request(agents, handle.id)
+        first = await agents.approve(handle.id, request.id, by="alice")
+        second = await agents.approve(handle.id, request.id, by="bob")
+        result = await agents.result(handle.id)
+    assert request.policy is not None and request.policy.quorum == 2
+    assert first is not None and first.request.status == "pending"
+    assert second is not None and second.request.status == "approved"
+    assert result.output == "sold 3 ACME"
 
 
 # -- automatic reviewers -----------------------------------------------------------------

@@ -7,8 +7,9 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, ApprovalPolicy
 from tests.helpers.policy_tools import POLICY_TOOLS, REVIEWED_TOOLS, pay
+from tests.helpers.trading import TRADER_TOOLS
 
 HOPS = 4
 
@@ -59,3 +60,19 @@ class QuorumRelay(AgentWorkflow):
         await self.act(assistant.tool_calls)
         answer = await self.think()
         return self.finish(answer.content or "")
+
+
+@workflow.defn
+class CarefulTrader(AgentWorkflow):
+    """Trader's tools (``sell`` says only ``requires_approval=True``) under an agent-wide
+    two-approver policy."""
+
+    config = AgentConfig(
+        model="test-model",
+        tools=TRADER_TOOLS,
+        approval_policy=ApprovalPolicy(quorum=2, forbid_requester=False),
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
