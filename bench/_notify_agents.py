@@ -1,7 +1,7 @@
 """The workflows ``bench.notifications`` times (re-imported by the sandbox: no I/O here).
 
-``NotifyBench`` is an agent whose one tool needs approval; it tells the ``hook``
-channel about each request with ``start_notifications``, as approval policies do.
+``NotifyBench`` is an agent whose one tool needs approval under an ``ApprovalPolicy``
+that notifies the ``hook`` channel of each request.
 ``PlainNotify`` is the baseline: a hand-written temporalio workflow that starts one
 activity posting the same webhook.
 """
@@ -13,14 +13,19 @@ from typing import Any
 
 from temporalio import workflow
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
-from smyth_temporal.agent.notifications import start_notifications
-from smyth_temporal.types import Message, ToolCall
+from smyth_temporal import (
+    AgentConfig,
+    AgentInput,
+    AgentResult,
+    AgentWorkflow,
+    ApprovalPolicy,
+    tool,
+)
 
 PLAIN_NOTIFY_ACTIVITY = "bench.plain_notify"
 
 
-@tool(requires_approval=True)
+@tool(requires_approval=ApprovalPolicy(notify=("hook",)))
 async def transfer(amount: int) -> str:
     """Move money (needs a person's approval).
 
@@ -32,20 +37,13 @@ async def transfer(amount: int) -> str:
 
 @workflow.defn
 class NotifyBench(AgentWorkflow):
-    """One gated tool; each request is notified over the ``hook`` channel."""
+    """One gated tool; its policy notifies each request over the ``hook`` channel."""
 
     config = AgentConfig(model="bench-model", tools=[transfer], max_steps=3)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
-
-    async def call_tool(self, call: ToolCall) -> Message:
-        request = self.request_approval(call)
-        if request is not None and request.status == "pending" and not self.data.get("told"):
-            self.data["told"] = True
-            start_notifications(request, ["hook"], agent="NotifyBench")
-        return await super().call_tool(call)
 
 
 @workflow.defn

@@ -6,9 +6,9 @@ From the repository root::
 
 One dev server, one worker in this process, a webhook receiver on loopback.
 
-- smyth: ``NotifyBench`` asks for approval of its one tool; the request starts the
-  ``smyth.notify.approval`` activity (``start_notifications``), which posts the signed
-  webhook. Latency: the receiver's clock at arrival less the request's
+- smyth: ``NotifyBench`` asks for approval of its one tool, whose ``ApprovalPolicy``
+  notifies ``hook``: the request starts the ``smyth.notify.approval`` activity, which
+  posts the signed webhook. Latency: the receiver's clock at arrival less the request's
   ``requested_at`` (workflow time: the start of the workflow task that made it).
 - baseline: ``PlainNotify``, a hand-written workflow that starts one activity posting
   a signed webhook of the same kind. Latency: arrival less ``workflow.now()`` of the

@@ -12,6 +12,7 @@ from temporalio import workflow
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
 from smyth_temporal.agent.notifications import start_notifications
 from smyth_temporal.types import Message, ToolCall
+from tests.helpers.notify_tools import pay
 from tests.helpers.trading import TRADER_TOOLS
 
 
@@ -36,3 +37,14 @@ class NotifyingTrader(AgentWorkflow):
                 publish=self.events.publish,
             )
         return await super().call_tool(call)
+
+
+@workflow.defn
+class Payer(AgentWorkflow):
+    """One tool under an ``ApprovalPolicy`` that notifies ``hook``, then ``lead`` on escalation."""
+
+    config = AgentConfig(model="test-model", tools=[pay], max_steps=3)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

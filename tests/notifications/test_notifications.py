@@ -20,7 +20,7 @@ from smyth_temporal.notifications import Notifications, verify_signature
 from smyth_temporal.testing import ScriptedModel, reply, tool_call
 from smyth_temporal.types import NOTIFY_ACTIVITY, AgentEvent
 from tests.helpers.agents import read_ledger
-from tests.helpers.notify_agents import NotifyingTrader
+from tests.helpers.notify_agents import NotifyingTrader, Payer
 from tests.helpers.notify_receivers import eventually, smtp_server, webhook_receiver
 
 SECRET = "whsec-test-0123456789abcdef"
@@ -238,3 +238,36 @@ async def test_a_refused_notification_is_published_and_the_request_still_waits(
     assert set(failed) == {"hook"}
     assert failed["hook"].request_id == request_id
     assert "404" in failed["hook"].error
+
+
+async def test_a_policy_notifies_its_channels_and_each_escalation_step(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    with webhook_receiver() as receiver:
+        notifications = Notifications.parse(
+            [f"hook={receiver.url}", f"lead={receiver.url}"],
+            webhook_secret=SECRET,
+            console_url=CONSOLE,
+        )
+        model = ScriptedModel([tool_call("pay", amount=12_000, to="ACME"), echo_tool_results])
+        plugin = SmythPlugin(model=model, notifications=notifications)
+        worker_client = Client(client.service_client, namespace=client.namespace, plugins=[plugin])
+        async with Worker(worker_client, task_queue=task_queue, workflows=[Payer]):
+            handle = await agents.start(Payer, "Pay ACME")
+            request_id = await pending_request_id(agents, handle.id)
+            await eventually(lambda: len(receiver.accepted) == 2, "the request and its escalation")
+            await agents.approve(handle.id, request_id, by="lee")
+            result = await agents.result(handle.id)
+            history = await client.get_workflow_handle(handle.id).fetch_history()
+
+    assert result.output == "paid 12000 to ACME"
+    requested, escalated = (json.loads(d.body) for d in receiver.deliveries)
+    assert (requested["event"], requested["notification_channel"]) == ("approval.requested", "hook")
+    assert requested["roles"] == ["finance"]
+    assert requested["escalation"] is None
+    assert (escalated["event"], escalated["notification_channel"]) == ("approval.escalated", "lead")
+    assert (escalated["escalation"], escalated["roles"]) == (1, ["finance", "lead"])
+    assert escalated["delivery"].endswith(f"/{quote(request_id, safe='')}/lead/escalated-1")
+    assert "Escalated (step 1): pay still waits" in escalated["text"]
+    assert requested["request"]["id"] == escalated["request"]["id"] == request_id
+    assert receiver.url.encode() not in recorded_bytes(history)

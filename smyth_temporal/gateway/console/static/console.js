@@ -583,10 +583,7 @@ function runView(workflowId, signal) {
       const row = toolRow(e, e.call_id, e.name);
       row.item.classList.toggle("failed", e.error);
       row.outcome.dataset.state = e.error ? "error" : "done";
-      // An error's content says "Error: ..." itself; the line says it once.
-      row.outcome.textContent = e.error
-        ? "error: " + oneLine(e.content.replace(/^error:\s*/i, ""), 80)
-        : "→ " + oneLine(e.content, 80);
+      row.outcome.textContent = (e.error ? "error: " : "→ ") + oneLine(e.content, 80);
       row.body.append(h("span", { class: "who" }, e.error ? "Tool error" : "Tool result"), h("pre", {}, e.content));
     },
     approval_requested: (e) => add("approval", approvalCard(workflowId, agent, e.request)),
