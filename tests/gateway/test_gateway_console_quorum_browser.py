@@ -1,9 +1,10 @@
-"""A request that needs two approvers, in the console (headless Chromium).
+"""Requests under approval policies, in the console (headless Chromium).
 
-Issue 26 items 2 and 6: the inbox shows the quorum's progress ("Approvals: 1 of 2:
+Issue 26 items 2, 3 and 6: the inbox shows the quorum's progress ("Approvals: 1 of 2:
 who"); an approver's vote, cast in a bulk action, leaves the request waiting and that
-approver unable to vote again; a second approver's decision settles it. Screenshots go
-to ``test-artifacts/``.
+approver unable to vote again; a second approver's decision settles it. The run view
+says when a request escalated and shows it expired. Screenshots go to
+``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tests.helpers.console_support import (
     text_in,
 )
 from tests.helpers.gateway_support import TENANT, Keys, make_keys
+from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trading import read_ledger
 
 pytestmark = requires_chromium
@@ -70,6 +72,7 @@ def second_vote(driver: WebDriver, url: str, key: str, workflow_id: str) -> None
     sign_in(driver, url, key)
     payment = card_of(driver, workflow_id)
     assert progress(payment) == f"Approvals: 1 of 2: {APPROVER}"
+    assert "Edit arguments" not in payment.text  # a quorum approves the arguments as asked
     screenshot(driver, "quorum-progress")
     payment.find_element(By.CSS_SELECTOR, "form.decide .approve").click()
     WebDriverWait(driver, WAIT).until(lambda _: payment.get_attribute("data-status") == "approved")
@@ -102,3 +105,37 @@ async def test_the_inbox_shows_quorum_progress_and_each_approver_votes_once(
         result = await http.get(f"/v1/runs/{workflow_id}/result", headers=keys.headers("viewer"))
     assert result.json()["output"] == "Paid."
     assert [entry["tool"] for entry in read_ledger(ledger)] == ["pay_supplier"]
+
+
+def escalated_then_expired(driver: WebDriver, url: str, key: str, workflow_id: str) -> None:
+    sign_in(driver, url, key)
+    driver.get(f"{url}/console/#/runs/{workflow_id}")
+    text_in(driver, ".conversation", "No decision on hotfix yet: escalated (step 1)")
+    note = driver.find_element(By.XPATH, "//li[contains(., 'escalated (step 1)')]").text
+    assert note.endswith("approver, admin may decide now.")
+    card = driver.find_element(By.CSS_SELECTOR, ".conversation article[data-request]")
+    WebDriverWait(driver, WAIT).until(lambda _: card.get_attribute("data-status") == "expired")
+    assert card.find_element(By.CSS_SELECTOR, ".outcome").text.startswith("expired ")
+    assert "deadline" not in card.find_element(By.CSS_SELECTOR, ".timing").text
+    comment = card.find_element(By.CSS_SELECTOR, ".comment").text
+    assert comment == "no decision before the deadline; rejected by policy"
+    row = driver.find_element(By.CSS_SELECTOR, ".conversation li.tool.failed summary").text
+    assert row.startswith("hotfix") and "error: the call to 'hotfix' was not run" in row
+    screenshot(driver, "escalated-expired")
+
+
+async def test_the_run_view_shows_an_escalation_and_the_expiry_that_follows(
+    client: Client, task_queue: str, keys: Keys, browser: WebDriver
+) -> None:
+    model = ScriptedModel([tool_call("hotfix", service="web"), reply("Not patched.")])
+    async with (
+        agent_worker(client, Treasurer, model=model, task_queue=task_queue),
+        gateway_serving(client, task_queue, keys, Treasurer) as running,
+    ):
+        started = await running.http.post(
+            "/v1/agents/Treasurer/runs", json={"prompt": "Patch"}, headers=keys.headers("operator")
+        )
+        workflow_id = started.json()["workflow_id"]
+        await asyncio.to_thread(
+            escalated_then_expired, browser, running.url, keys.by_role["approver"], workflow_id
+        )

@@ -333,7 +333,8 @@ function decisionForm(workflowId, request, onDecided) {
     // Nothing to type for a key that may not decide: only the buttons, disabled, and why.
     h("div", { class: "inputs", hidden: !allowed },
       h("label", { for: comment.id }, "Comment"), comment,
-      h("details", {}, h("summary", {}, "Edit arguments"),
+      // Every approver of a quorum approves the same arguments: edits need a quorum of one.
+      request.policy && request.policy.quorum > 1 ? null : h("details", {}, h("summary", {}, "Edit arguments"),
         h("label", { for: edited.id }, "Arguments (JSON)"), edited)),
     h("div", { class: "actions" },
       h("button", { type: "submit", value: "approve", class: "approve" }, "Approve"),
@@ -583,7 +584,10 @@ function runView(workflowId, signal) {
       const row = toolRow(e, e.call_id, e.name);
       row.item.classList.toggle("failed", e.error);
       row.outcome.dataset.state = e.error ? "error" : "done";
-      row.outcome.textContent = (e.error ? "error: " : "→ ") + oneLine(e.content, 80);
+      // An error's content says "Error: ..." itself; the line says it once.
+      row.outcome.textContent = e.error
+        ? "error: " + oneLine(e.content.replace(/^error:\s*/i, ""), 80)
+        : "→ " + oneLine(e.content, 80);
       row.body.append(h("span", { class: "who" }, e.error ? "Tool error" : "Tool result"), h("pre", {}, e.content));
     },
     approval_requested: (e) => add("approval", approvalCard(workflowId, agent, e.request)),
