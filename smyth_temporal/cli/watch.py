@@ -35,8 +35,10 @@ from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.events import (
     AgentEvent,
     ApprovalDecided,
+    ApprovalEscalated,
     ApprovalExpired,
     ApprovalRequested,
+    ApprovalVoted,
     CompactionDone,
     ContinuedAsNew,
     EventsMissed,
@@ -175,8 +177,14 @@ class _Watch:
                 )
             case ApprovalRequested(request=request):
                 self._approval_requested(request)
-            case ApprovalDecided(request=request):
+            case ApprovalDecided(request=request) | ApprovalVoted(request=request):
                 self._line(format_decided(self.workflow_id, request), "yellow")
+            case ApprovalEscalated(request=request, step=step, roles=roles):
+                self._line(
+                    f"{request.id} ({request.tool}) escalated (step {step}): "
+                    f"{', '.join(roles)} may decide",
+                    "yellow",
+                )
             case ApprovalExpired(request=request):
                 self._line(
                     f"{request.id} ({request.tool}) expired without a decision: {request.status}",
