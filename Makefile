@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.agui --json $(BENCH_RESULTS)/agui.json
 	$(BIN)/python -m bench.streaming --only-first-token --json $(BENCH_RESULTS)/streaming.json
 	$(BIN)/python -m bench.mcp_overhead --json $(BENCH_RESULTS)/mcp_overhead.json
+	$(BIN)/python -m bench.notifications --json $(BENCH_RESULTS)/notifications.json
 	$(BIN)/python -m bench.report --results $(BENCH_RESULTS)
 	$(BIN)/python -m bench.check --results $(BENCH_RESULTS)
 

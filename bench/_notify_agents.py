@@ -48,14 +48,24 @@ class NotifyBench(AgentWorkflow):
 
 @workflow.defn
 class PlainNotify:
-    """The baseline: note the time, start one activity that posts the webhook, wait."""
+    """The baseline: on a signal (a later workflow task, as the agent's request is), note
+    the time, start one activity that posts the webhook, and wait."""
+
+    def __init__(self) -> None:
+        self._tool: str | None = None
+
+    @workflow.signal
+    def request(self, tool: str) -> None:
+        """Ask for approval of ``tool``."""
+        self._tool = tool
 
     @workflow.run
-    async def run(self, tool: str) -> None:
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self._tool is not None)
         body: dict[str, Any] = {
             "workflow_id": workflow.info().workflow_id,
             "requested_at": workflow.now().isoformat(),
-            "tool": tool,
+            "tool": self._tool,
         }
         workflow.start_activity(
             PLAIN_NOTIFY_ACTIVITY, body, start_to_close_timeout=timedelta(seconds=30)

@@ -10,9 +10,10 @@ One dev server, one worker in this process, a webhook receiver on loopback.
   notifies ``hook``: the request starts the ``smyth.notify.approval`` activity, which
   posts the signed webhook. Latency: the receiver's clock at arrival less the request's
   ``requested_at`` (workflow time: the start of the workflow task that made it).
-- baseline: ``PlainNotify``, a hand-written workflow that starts one activity posting
-  a signed webhook of the same kind. Latency: arrival less ``workflow.now()`` of the
-  workflow task that started the activity.
+- baseline: ``PlainNotify``, a hand-written workflow that, on a signal (a later
+  workflow task, as the agent's request is: the first one also builds the workflow),
+  starts one activity posting a signed webhook of the same kind. Latency: arrival less
+  ``workflow.now()`` of the workflow task that started the activity.
 
 Runs alternate (one of each per round, after two untimed rounds), one at a time, and
 each is terminated once its webhook arrived. Prints p50 and p95 of each and the ratio.
@@ -115,9 +116,10 @@ async def plain_round(
     client: Client, task_queue: str, receiver: Receiver, started: list[Any]
 ) -> float:
     handle = await client.start_workflow(
-        PlainNotify.run, "transfer", id=f"plain-{uuid.uuid4().hex[:10]}", task_queue=task_queue
+        PlainNotify.run, id=f"plain-{uuid.uuid4().hex[:10]}", task_queue=task_queue
     )
     started.append(handle)
+    await handle.signal(PlainNotify.request, "transfer")
     arrived, body = await receiver.arrival(handle.id)
     return arrived - datetime.fromisoformat(body["requested_at"]).timestamp()
 
