@@ -225,9 +225,12 @@ class ReplyStream:
     """The reply to one session message, as the agent writes it.
 
     Iterate it for ``ReplyChunk``s; once iteration ends, ``reply`` holds the agent's
-    ``SessionReply`` (whose text is the truth: chunks are a view of it).
+    ``SessionReply`` (whose text is the truth: chunks are a view of it). ``answered`` is
+    set once the session has answered the message (or refused it), which is usually a
+    little before the reply's last events reach the reader: a caller can start what
+    follows the reply meanwhile.
 
-    Added in 0.3.0.
+    Added in 0.3.0. Changed in 0.9.0: ``answered``.
     """
 
     def __init__(
@@ -240,6 +243,7 @@ class ReplyStream:
     ) -> None:
         self.workflow_id = workflow_id
         self.reply: SessionReply | None = None
+        self.answered = asyncio.Event()
         self._client = client
         self._delivery = delivery
         self._text = text
@@ -264,6 +268,7 @@ class ReplyStream:
         """
         after = await self._end_offset()
         delivery = asyncio.create_task(self._delivery)
+        delivery.add_done_callback(lambda _: self.answered.set())
         try:
             # Where the stream ended when the message was sent is only a hint (no worker
             # may answer the query): the reply starts once the session takes this message.

@@ -32,6 +32,7 @@ are its own.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
@@ -196,15 +197,31 @@ def _reader(
 ) -> Callable[[ReplyStream], AsyncIterator[_Item]]:
     """Reads one reply's events, then its end (with the state, for the snapshot)."""
 
+    async def state_once_answered(stream: ReplyStream) -> AgentState:
+        await stream.answered.wait()
+        return await _state(gateway, client, workflow_id)
+
     async def read(stream: ReplyStream) -> AsyncIterator[_Item]:
-        async with contextlib.aclosing(stream.events()) as events:
-            async for event in events:
-                yield event
-                if isinstance(event, ApprovalRequested):
-                    state = await _state(gateway, client, workflow_id)
-                    yield _End(state, after=event.offset)
-                    return
-        yield _End(await _state(gateway, client, workflow_id), reply=stream.reply)
+        # The state for the snapshot is asked as soon as the session has answered: the
+        # reply's last events reach us later (the feed's batches), so the query is done
+        # by then instead of adding its round trip to the run.
+        final = asyncio.ensure_future(state_once_answered(stream))
+        try:
+            async with contextlib.aclosing(stream.events()) as events:
+                async for event in events:
+                    yield event
+                    if isinstance(event, ApprovalRequested):
+                        state = await _state(gateway, client, workflow_id)
+                        yield _End(state, after=event.offset)
+                        return
+            yield _End(await final, reply=stream.reply)
+        finally:
+            if not final.done():
+                final.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await final
+            elif not final.cancelled():
+                final.exception()  # retrieved: a failed query nobody needed is no error
 
     return read
 
