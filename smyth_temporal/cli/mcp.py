@@ -25,7 +25,9 @@ DEFAULT_PORT = 8765
     task_queue=True,
     log_level="warning",
     help="Serve agents to MCP clients: tools to list agents, start a run, send a session "
-    "message, read a run's state and result, list and decide approvals. Over stdio (an MCP "
+    "message, read a run's state and result, list and decide approvals; a client of MCP "
+    "2025-11-25 may start a run as a task (tasks/get, tasks/result, tasks/list, tasks/cancel; "
+    "the task id is the workflow id). Over stdio (an MCP "
     "client runs `smyth mcp serve AGENT...`), or streamable HTTP with --transport http "
     "(http://HOST:PORT/mcp). Over HTTP every request needs an API key of the key file "
     "(Authorization: Bearer KEY, as for the gateway) and acts as that key; without keys it "

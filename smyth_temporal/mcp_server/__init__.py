@@ -2,7 +2,9 @@
 
 ``agents_mcp_server(agents, served)`` builds an MCP server whose tools drive agents
 through an ``AgentClient``: ``list_agents``, ``start_run``, ``send_message``,
-``run_state``, ``run_result``, ``list_approvals``, ``decide_approval``.
+``run_state``, ``run_result``, ``list_approvals``, ``decide_approval``; to a client of
+protocol 2025-11-25, ``start_run`` as a task, served from Temporal (``tasks/get``,
+``tasks/result``, ``tasks/list``, ``tasks/cancel``; see ``_tasks``).
 ``serve_mcp`` runs it over stdio or streamable HTTP (every request with an API key,
 when the key file has any; loopback only without). It needs the ``mcp`` extra
 (``pip install 'smyth-temporal[mcp]'``): importing this package without it fails

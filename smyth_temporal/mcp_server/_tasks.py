@@ -191,6 +191,10 @@ class TaskMiddleware(ServerMiddleware[Any]):
                 f"tool {params.get('name')!r} does not run as a task; {TASK_TOOL} does",
             )
         _params(TaskMetadata, params["task"])
+        # Refused as tasks/cancel refuses it (-32600), not in the tool's words.
+        client = self._client(ctx)
+        with _protocol_errors(None):
+            client.identity.permit("operate")
         answer = await call_next(ctx)  # the tool's checks, identity and refusals
         if not isinstance(answer, Mapping):
             return answer

@@ -297,9 +297,10 @@ async def test_a_task_outlives_its_server_and_only_its_tenant_sees_or_cancels_it
                 assert task_id not in await listed_ids(stranger)
             async with tasks_client_over_http(url, keys.by_role["viewer"]) as viewer:
                 assert (await get_task(viewer, task_id)).status == "input_required"
-                with pytest.raises(MCPError, match="may not") as looked:
-                    await cancel_task(viewer, task_id)
-                assert looked.value.code == INVALID_REQUEST
+                for refused_to_viewer in (cancel_task(viewer, task_id), start_task(viewer)):
+                    with pytest.raises(MCPError, match="may not start runs") as looked:
+                        await refused_to_viewer
+                    assert looked.value.code == INVALID_REQUEST
 
             async with tasks_client_over_http(url, keys.by_role["operator"]) as operator:
                 assert (await get_task(operator, task_id)).status == "input_required"
