@@ -341,7 +341,7 @@ class Approvals:
             notify=list(step.notify),
         )
         self._conversation.publish(
-            ApprovalEscalated(request=request.model_copy(), step=index + 1, roles=list(roles))
+            ApprovalEscalated(request=request.model_copy(), escalation=index + 1, roles=list(roles))
         )
         self._notify(request, step.notify, roles, escalation=index + 1)
         self._on_change()

@@ -179,7 +179,7 @@ class _Watch:
                 self._approval_requested(request)
             case ApprovalDecided(request=request) | ApprovalVoted(request=request):
                 self._line(format_decided(self.workflow_id, request), "yellow")
-            case ApprovalEscalated(request=request, step=step, roles=roles):
+            case ApprovalEscalated(request=request, escalation=step, roles=roles):
                 self._line(
                     f"{request.id} ({request.tool}) escalated (step {step}): "
                     f"{', '.join(roles)} may decide",

@@ -220,8 +220,8 @@ class ApprovalEscalated(_Event):
 
     kind: Literal["approval_escalated"] = "approval_escalated"
     request: ApprovalRequest
-    step: int
-    """Which step (1 for the first)."""
+    escalation: int
+    """Which escalation step (1 for the first); ``step`` stays the agent's step."""
     roles: list[str]
     """Every role that may decide from now on."""
 

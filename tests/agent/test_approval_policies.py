@@ -23,6 +23,7 @@ from smyth_temporal import (
 )
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue, reply, tool_call
+from smyth_temporal.types import ApprovalEscalated
 from tests.helpers.agents import read_ledger
 from tests.helpers.policy_agents import (
     HOPS,
@@ -170,8 +171,10 @@ async def test_escalation_widens_the_roles_then_the_deadline_rejects_on_a_dev_se
     assert expired.decision.by == "system:timeout" and not expired.decision.approved
     assert len(expired.escalated_at) == 1
     assert expired.escalated_at[0] - expired.requested_at >= timedelta(seconds=2)
-    escalated = [e for e in events if e.kind == "approval_escalated"]
-    assert len(escalated) == 1 and escalated[0].roles == ["approver", "admin"]  # type: ignore[union-attr]
+    escalated = [e for e in events if isinstance(e, ApprovalEscalated)]
+    assert len(escalated) == 1 and escalated[0].roles == ["approver", "admin"]
+    # The escalation step is its own field: ``step`` stays the agent's step.
+    assert (escalated[0].escalation, escalated[0].step) == (1, expired.step)
     assert "approval request expired" in result.output
     assert executed(ledger) == []
 

@@ -36,7 +36,7 @@ def test_watch_shows_a_counted_approval_and_an_escalation() -> None:
     with LiveText(Console(file=out, width=200, force_terminal=False)) as view:
         watch = _Watch("T-1", view, "")
         watch.add(ApprovalVoted(request=request, progress="1 of 2"))
-        watch.add(ApprovalEscalated(request=request, step=1, roles=["approver", "admin"]))
+        watch.add(ApprovalEscalated(request=request, escalation=1, roles=["approver", "admin"]))
     assert out.getvalue().splitlines() == [
         "counted approval of apr-1-call_1_0 (pay) on T-1 by alice: 1 of 2 approvals, still pending",
         "apr-1-call_1_0 (pay) escalated (step 1): approver, admin may decide",
