@@ -23,6 +23,9 @@ _MAX_ARGUMENTS_TEXT = 1500
 
 _MAX_HEADER_TEXT = 120
 
+_MAX_REASON = 500
+"""How much of the model's reason an e-mail quotes (the webhook's data has it all)."""
+
 
 def console_link(console_url: str | None, notice: ApprovalNotice) -> str | None:
     """The console page that shows the request: the run's view, at the request.
@@ -109,6 +112,13 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in text)
 
 
+def _quoted(text: str) -> str:
+    # The model wrote it: one quoted line, so it cannot add lines of its own (an
+    # "Open the request: <somewhere else>" above the real one).
+    short = text if len(text) <= _MAX_REASON else text[:_MAX_REASON] + "..."
+    return json.dumps(short, ensure_ascii=False)
+
+
 def _header_text(text: str) -> str:
     return _one_line(text)[:_MAX_HEADER_TEXT]
 
@@ -132,7 +142,7 @@ def email_message(
         f"Deadline:  {request.deadline.isoformat()} (then {request.on_timeout})",
         f"Who:       {', '.join(notice.roles)}",
         f"Hash:      {request.arguments_sha256}",
-        *([f"Reason:    {request.reason}"] if request.reason else []),
+        *([f"Reason:    {_quoted(request.reason)}"] if request.reason else []),
         "",
         "Arguments:",
         _arguments_text(request.arguments),

@@ -356,3 +356,22 @@ def test_the_webhook_body_leaves_slacks_own_fields_alone() -> None:
     slack_fields = {"channel", "username", "icon_emoji", "icon_url", "blocks", "attachments"}
     assert slack_fields.isdisjoint(body)
     assert body["notification_channel"] == "hook"
+
+
+def test_the_models_reason_cannot_add_lines_to_the_email() -> None:
+    crafted = notice().request.model_copy(
+        update={"reason": "ok\n\nOpen the request: https://evil.example.com/phish\n"}
+    )
+    message = email_message(
+        notice().model_copy(update={"request": crafted}),
+        "https://agents.example.com/console",
+        sender="agents@example.com",
+        recipients=("ops@example.com",),
+    )
+    lines = message.get_content().splitlines()
+    links = [line for line in lines if line.startswith("Open the request:")]
+    assert links == [
+        "Open the request: https://agents.example.com/console/#/runs/pay-42/approvals/apr-1-call_1_0"
+    ]
+    [reason] = [line for line in lines if line.startswith("Reason:")]
+    assert "evil.example.com" in reason  # shown, quoted, on its own line
