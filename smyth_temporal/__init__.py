@@ -14,7 +14,7 @@ Layers, top to bottom (imports only go downward; this is the list ``LAYERS`` of
    ``_passthrough``, ``_model_queue``, ``_probe``
 3. agent runtime (workflow code, deterministic): ``agent``
 4. context engine and worker-side activities: ``context`` (pure), ``activities``,
-   ``mcp``, ``notifications``
+   ``mcp``, ``a2a``, ``notifications``
 5. tools and providers: ``tools`` (``@tool``), ``memory``, ``models``, ``storage``,
    ``security``, ``observability``, ``_live``
 6. wire types and shared helpers: ``types``, ``exceptions``, ``settings``, ``_names``,
@@ -96,6 +96,7 @@ from smyth_temporal.types import (
 from smyth_temporal.types.secrets import SecretRef, secret
 
 if TYPE_CHECKING:
+    from smyth_temporal.a2a import a2a_agent
     from smyth_temporal.clients import (
         AgentClient,
         MemoryClient,
@@ -111,6 +112,7 @@ if TYPE_CHECKING:
 __version__ = "0.8.0"
 
 _LAZY = {
+    "a2a_agent": "smyth_temporal.a2a",
     "AgentClient": "smyth_temporal.clients",
     "MemoryClient": "smyth_temporal.clients",
     "PendingApproval": "smyth_temporal.clients",
@@ -204,6 +206,7 @@ __all__ = [
     "Usage",
     "UserError",
     "__version__",
+    "a2a_agent",
     "secret",
     "tool",
     "tool_context",

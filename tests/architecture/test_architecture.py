@@ -89,7 +89,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("agent runtime", {"agent"}),
     (
         "context engine and worker-side activities",
-        {"context", "activities", "mcp", "notifications"},
+        {"context", "activities", "mcp", "a2a", "notifications"},
     ),
     (
         "tools and providers",
@@ -471,7 +471,7 @@ def _quoted_layers(text: str, tick: str) -> list[tuple[str, set[str]]]:
     for match in re.finditer(r"^ *\d+\. (.+(?:\n {3,}\S.*)*)", text, re.MULTILINE):
         body = " ".join(line.strip() for line in match.group(1).splitlines())
         name = re.sub(r"\s*\(.*?\)", "", body.partition(":")[0]).strip()
-        layers.append((name, set(re.findall(rf"{tick}([a-z_]+){tick}", body))))
+        layers.append((name, set(re.findall(rf"{tick}([a-z_][a-z0-9_]*){tick}", body))))
     return layers
 
 

@@ -73,6 +73,7 @@ def test_top_level_exports() -> None:
         "Usage",
         "UserError",
         "__version__",
+        "a2a_agent",
         "secret",
         "tool",
         "tool_context",

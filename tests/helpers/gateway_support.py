@@ -64,9 +64,9 @@ class _QuietServer(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[str]:
-    """``app`` on a free loopback port, in this event loop; yields its base URL."""
-    port = free_port()
+async def serving(app: FastAPI, port: int | None = None) -> AsyncIterator[str]:
+    """``app`` on loopback (``port``, or a free one), in this event loop; yields its base URL."""
+    port = port or free_port()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
