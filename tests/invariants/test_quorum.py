@@ -3,13 +3,22 @@ of decisions and escalations, searched with Hypothesis, and the cases the issue 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smyth_temporal.types.approvals import ApprovalDecision, ApprovalRule, EscalationStep
+from smyth_temporal.agent.approval_policy import count_vote
+from smyth_temporal.agent.approvals import check_decision
+from smyth_temporal.exceptions import InvalidDecisionError
+from smyth_temporal.types.approvals import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalRule,
+    EscalationStep,
+    arguments_sha256,
+)
 from smyth_temporal.types.quorum import Quorum
 
 NAMES = ("alice", "bob", "carol", "dave", "erin")
@@ -126,3 +135,41 @@ def test_edited_arguments_need_a_quorum_of_one() -> None:
     edit = ApprovalDecision(by="alice", approved=True, role="finance", arguments={"x": 1})
     assert Quorum(rule=rule_of_two()).refusal(edit) == "edited arguments need a quorum of 1, not 2"
     assert Quorum(rule=rule_of_two(quorum=1)).refusal(edit) is None
+
+
+@given(rule=rules, requester=st.none() | st.sampled_from(NAMES), script=st.lists(decisions))
+def test_the_run_s_check_never_lets_a_request_settle_below_its_quorum(
+    rule: ApprovalRule, requester: str | None, script: list[ApprovalDecision]
+) -> None:
+    # What the update's validator and the signal handler run (check_decision), then
+    # what the handler does with a decision it let through (count_vote).
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    request = ApprovalRequest(
+        id="apr-1-call_1_0",
+        tool="pay",
+        call_id="call_1_0",
+        step=1,
+        arguments={},
+        arguments_sha256=arguments_sha256({}),
+        requested_at=now,
+        deadline=now + timedelta(days=1),
+        policy=rule,
+        requested_by=requester,
+    )
+    for decision in script:
+        try:
+            check_decision(decision, {request.id: request}, lambda tool, arguments: {})
+        except InvalidDecisionError:
+            continue
+        outcome = count_vote(request, decision)
+        if outcome != "pending":
+            request.status = outcome
+    approvers = {v.by for v in request.votes if v.approved}
+    assert len(request.votes) == len({v.by for v in request.votes})
+    assert all(v.role is None or v.role in rule.roles for v in request.votes)
+    assert requester not in {v.by for v in request.votes} or not rule.forbid_requester
+    if request.status == "approved":
+        assert len(approvers) >= rule.quorum
+    if request.status != "pending":
+        # Nothing counts once settled.
+        assert request.votes[-1].approved == (request.status == "approved")
