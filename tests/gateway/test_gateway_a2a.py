@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,9 +29,20 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict, ParseDict
 from temporalio.client import Client
 
+from smyth_temporal import AgentClient
+from smyth_temporal.gateway import create_app
 from smyth_temporal.gateway._a2a_tasks import task_id_for
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from tests.helpers.gateway_support import TENANT, Keys, Running, bearer, gateway, make_keys
+from tests.helpers.agents import Rater
+from tests.helpers.gateway_support import (
+    TENANT,
+    Keys,
+    Running,
+    bearer,
+    gateway,
+    make_keys,
+    serving,
+)
 from tests.helpers.live_agents import Operator
 
 ANSWER = "ACME trades at 42 today."
@@ -302,3 +314,26 @@ async def test_bad_input_is_a_json_rpc_error_and_starts_nothing(
     assert no_key.status_code == 401 and no_key.json()["error"]["code"] == -32600
     assert viewer.status_code == 403 and "viewer" in viewer.json()["error"]["message"]
     assert run.status_code == 404
+
+
+async def test_a_typed_output_is_a_data_artifact_beside_the_answer(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    verdict = {"symbol": "ACME", "action": "buy", "confidence": 0.8}
+    model = ScriptedModel([reply(json.dumps(verdict))])
+    app = create_app(AgentClient(client, task_queue=task_queue), [Rater], keys=keys.store)
+    async with (
+        agent_worker(client, Rater, model=model, task_queue=task_queue),
+        serving(app) as url,
+        httpx.AsyncClient(headers=keys.headers("operator"), timeout=60) as http,
+    ):
+        config = ClientConfig(httpx_client=http, streaming=False)
+        a2a = await create_client(f"{url}/a2a/Rater", client_config=config)
+        [response] = await send(a2a, user_message("Rate ACME."))
+
+    task = response.task
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    answer, output = task.artifacts
+    assert (answer.artifact_id, output.artifact_id) == ("answer", "output")
+    assert MessageToDict(output.parts[0].data) == verdict
+    assert output.parts[0].media_type == "application/json"
