@@ -187,3 +187,58 @@ async def test_a_bulk_decision_must_pin_each_approval_to_its_arguments(
         )
     assert answer.status_code == 422 and "arguments_sha256" in answer.text
     assert viewer.status_code == 403
+
+
+async def test_a_decision_after_its_request_expired_is_refused_saying_so(
+    client: Client, task_queue: str, keys: Keys, ledger: Path
+) -> None:
+    # One turn, two gated calls: hotfix expires after 4 s while deploy still waits,
+    # so the run is alive when the late decision arrives.
+    turn = [tool_call("hotfix", service="db"), tool_call("deploy", service="api")]
+    model = ScriptedModel([turn, reply("done")])
+    approver = keys.headers("approver")
+    async with (
+        agent_worker(client, Treasurer, model=model, task_queue=task_queue),
+        treasury(client, task_queue, keys) as http,
+    ):
+        workflow_id = await start(http, keys.headers("operator"), "Patch and deploy")
+        hotfix = await pending_request(http, approver, workflow_id)
+        assert hotfix["tool"] == "hotfix"
+        deploy: dict[str, Any] = {}
+
+        async def expired() -> bool:
+            state = (await http.get(f"/v1/runs/{workflow_id}", headers=approver)).json()
+            waiting = [a for a in state["approvals"] if a["status"] == "pending"]
+            deploy.update(waiting[0] if waiting and waiting[0]["tool"] == "deploy" else {})
+            return bool(deploy)
+
+        await until(expired, "the hotfix request expired", timeout=30)
+        before = await history_length(client, workflow_id)
+        late = await http.post(
+            "/v1/approvals/decisions",
+            json={
+                "decisions": [
+                    {
+                        "workflow_id": workflow_id,
+                        "request_id": hotfix["id"],
+                        "approved": True,
+                        "arguments_sha256": hotfix["arguments_sha256"],
+                    }
+                ]
+            },
+            headers=approver,
+        )
+        [refused] = late.json()["results"]
+        assert refused["status"] == 409
+        assert refused["problem"]["detail"] == (
+            f"request {hotfix['id']} is already expired (by system:timeout)"
+        )
+        assert await history_length(client, workflow_id) == before
+        rejected = await http.post(
+            f"/v1/runs/{workflow_id}/approvals/{deploy['id']}",
+            json={"approved": False, "comment": "not today"},
+            headers=approver,
+        )
+        assert rejected.status_code == 200
+        await http.get(f"/v1/runs/{workflow_id}/result", headers=approver)
+    assert [e for e in read_ledger(ledger) if e["tool"] in ("hotfix", "deploy")] == []
