@@ -61,6 +61,12 @@ def message(answer: httpx.Response) -> str:
     return str(body["error"]["message"] if "error" in body else body["detail"])
 
 
+AG_UI_RUN = {
+    "threadId": "t",
+    "runId": "r",
+    "messages": [{"id": "m", "role": "user", "content": "hi"}],
+}
+
 # Every route, what it needs, and a request that passes authorization but touches no run.
 ROUTES: list[tuple[str, str, dict[str, Any] | None, Permission]] = [
     ("POST", "/v1/agents/Nobody/runs", {"prompt": "hi"}, "operate"),
@@ -82,6 +88,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, Permission]] = [
     ("POST", "/openai/v1/responses", {"model": "Nobody", "input": "hi"}, "operate"),
     ("GET", "/openai/v1/responses/resp_nope", None, "read"),
     ("POST", "/openai/v1/responses/resp_nope/cancel", None, "operate"),
+    ("POST", "/ag-ui/Nobody", AG_UI_RUN, "operate"),
 ]
 
 
