@@ -428,7 +428,9 @@ def test_the_gateway_exports() -> None:
     import smyth_temporal.gateway as gateway_package
 
     assert sorted(gateway_package.__all__) == [
+        "AnnouncingServer",
         "ApiKey",
+        "BodyLimit",
         "DEV_HOST",
         "Gateway",
         "GatewayOptions",

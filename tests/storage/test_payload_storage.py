@@ -285,4 +285,11 @@ def test_exports() -> None:
         "DRIVER_NAME",
         "ContentAddressedFileDriver",
         "default_payload_storage",
+        "mark_and_sweep",
+        "read_mark",
+        "recorded_namespaces",
+        "store_clock",
+        "store_stats",
+        "stored_digests",
+        "with_chunk_codec",
     ]
