@@ -13,6 +13,8 @@ from ag_ui.core import Event, EventType, RunAgentInput, UserMessage
 from pydantic import TypeAdapter
 from temporalio.client import Client
 
+from smyth_temporal.exceptions import AgentNotFoundError
+from smyth_temporal.gateway._agui import _Events
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.gateway_support import TENANT, Keys, Running, gateway, make_keys, sse
@@ -334,3 +336,13 @@ async def test_a_new_message_while_an_interrupt_waits_is_refused_before_the_stre
     # The refused message never reached the session.
     user = [m.content for r in model.requests for m in r.messages if m.role == "user"]
     assert "Never mind, how is ACME?" not in user
+
+
+def test_a_failure_after_the_stream_began_is_a_run_error_in_the_sdks_words() -> None:
+    frame = _Events("thread", "run").error(AgentNotFoundError("no agent run with id 'x'"))
+    event = EVENTS.validate_json(frame.decode().removeprefix("data: ").strip())
+    assert event.type == EventType.RUN_ERROR
+    assert (event.message, event.code) == ("no agent run with id 'x'", "AgentNotFoundError")
+    unexpected = _Events("thread", "run").error(RuntimeError("secret internals"))
+    event = EVENTS.validate_json(unexpected.decode().removeprefix("data: ").strip())
+    assert "secret" not in event.message and event.code == "500"
