@@ -15,8 +15,10 @@ none) is ``TaskNotFoundError``, whatever the reason, as the REST API answers 404
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import NoReturn
 
 from temporalio.client import WorkflowExecutionStatus
@@ -33,8 +35,10 @@ from smyth_temporal.exceptions import (
 from smyth_temporal.gateway._a2a_tasks import (
     decision_of,
     ended_task,
+    finished_task,
     message_text,
     new_context_id,
+    submitted_task,
     task_id_for,
     task_of,
 )
@@ -122,6 +126,19 @@ def _a2a_errors(task_id: str) -> Iterator[None]:
         raise InternalError(str(exc)) from None
 
 
+@dataclass(frozen=True)
+class Delivered:
+    """Where a message went.
+
+    Its task (as known without asking the run), whether the message started it, and
+    the approval request it decided.
+    """
+
+    task: Task
+    started: bool = False
+    decided: str | None = None
+
+
 class TemporalTasks(RequestHandler):
     """A2A's methods on agent runs, for the agent and caller the route names.
 
@@ -144,27 +161,61 @@ class TemporalTasks(RequestHandler):
     ) -> Task | Message:
         """Start (or find, or answer) the task, and wait for its end or its next question."""
         client, agent, caller = self._scope(context)
-        task_id, _ = await self._deliver(client, agent, caller, params.message)
+        delivered = await self._deliver(client, agent, caller, params.message)
         history = (
             params.configuration.history_length
             if params.configuration.HasField("history_length")
             else None
         )
-        if not params.configuration.return_immediately:
-            async for _ in self._follow(client, task_id):
-                pass
-        return await self._task(client, agent, task_id, history_length=history)
+        if params.configuration.return_immediately:
+            return (
+                delivered.task
+                if delivered.started
+                else await self._task(client, agent, delivered.task.id, history_length=history)
+            )
+        result = await self._settle(client, delivered.task.id)
+        if result is not None and delivered.started and history is None:
+            # Just started and ended: the task is what was sent and the result, with
+            # no state query (it would wait for a worker to replay the run).
+            return finished_task(delivered.task, result)
+        return await self._task(client, agent, delivered.task.id, history_length=history)
+
+    async def _settle(self, client: AgentClient, task_id: str) -> AgentResult | None:
+        """Wait for the run's result, or for it to wait for a decision (then ``None``)."""
+        result = asyncio.ensure_future(client.result(task_id))
+        waiting = asyncio.ensure_future(self._drain(client, task_id))
+        try:
+            await asyncio.wait({result, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (result, waiting):
+                if not pending.done():
+                    pending.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await pending
+        if result.done() and not result.cancelled():
+            with contextlib.suppress(AgentFailedError):
+                return result.result()  # a failed run: its task says so (``_task``)
+            return None
+        waiting.result()  # its errors (the task is not the caller's) are the answer
+        return None
+
+    async def _drain(self, client: AgentClient, task_id: str) -> None:
+        async for _ in self._follow(client, task_id):
+            pass
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         """The task, then its updates as the run goes: each answer, then its end."""
         client, agent, caller = self._scope(context)
-        task_id, decided = await self._deliver(client, agent, caller, params.message)
-        task = await self._task(client, agent, task_id, history_length=0)
+        delivered = await self._deliver(client, agent, caller, params.message)
+        task = delivered.task
+        if not delivered.started:
+            task = await self._task(client, agent, task.id, history_length=0)
         yield task
-        context_id = task.context_id
-        async for event in self._follow(client, task_id, after_decision=decided):
+        task_id, context_id = task.id, task.context_id
+        ended: RunFinished | None = None
+        async for event in self._follow(client, task_id, after_decision=delivered.decided):
             message = event.message if isinstance(event, MessageCompleted) else None
             if message is not None and message.role == "assistant" and message.content:
                 update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id)
@@ -173,7 +224,15 @@ class TemporalTasks(RequestHandler):
                     _text_message(task_id, context_id, event.offset, message.content)
                 )
                 yield update
-        final = await self._task(client, agent, task_id, history_length=0)
+            if isinstance(event, RunFinished):
+                ended = event
+        if ended is not None and delivered.started:
+            result = await self._settle(client, task_id)
+            final = finished_task(task, result) if result is not None else None
+        else:
+            final = None
+        if final is None:
+            final = await self._task(client, agent, task_id, history_length=0)
         for artifact in final.artifacts:
             yield TaskArtifactUpdateEvent(
                 task_id=task_id, context_id=context_id, artifact=artifact, last_chunk=True
@@ -184,33 +243,33 @@ class TemporalTasks(RequestHandler):
 
     async def _deliver(
         self, client: AgentClient, agent: str, caller: Principal, message: Message
-    ) -> tuple[str, str | None]:
-        """The task ``message`` goes to, started if new; and the request it decided, if any."""
+    ) -> Delivered:
+        """The task ``message`` goes to, started if new (or the request it decided)."""
         if not message.message_id:
             raise InvalidParamsError("message.messageId is required")
         if message.task_id:
-            return message.task_id, await self._decide(client, agent, message)
+            decided = await self._decide(client, agent, message)
+            return Delivered(Task(id=message.task_id), decided=decided)
         text = message_text(message)
         if not text.strip():
             raise InvalidParamsError("the message has no text part: send the task as text")
         task_id = task_id_for(caller.tenant, agent, message.message_id)
         if await client.status(task_id) is not None:
-            return task_id, None  # the same message again: the task it started
+            return Delivered(Task(id=task_id))  # the same message again: the task it started
         served = await self.gateway.check_served(agent)
         if served is False:
             self.gateway.agent(agent)  # refused: no worker has it
+        context_id = message.context_id or new_context_id()
         run = AgentInput(
-            prompt=text,
-            session_id=message.context_id or new_context_id(),
-            metadata={"a2a_message_id": message.message_id},
+            prompt=text, session_id=context_id, metadata={"a2a_message_id": message.message_id}
         )
         try:
             await client.start(agent, run, id=task_id)
         except WorkflowAlreadyStartedError:
-            return task_id, None  # the same message, sent twice at once
+            return Delivered(Task(id=task_id))  # the same message, sent twice at once
         if served:
             await self.gateway.confirm_started(task_id, agent)
-        return task_id, None
+        return Delivered(submitted_task(task_id, context_id, message), started=True)
 
     async def _decide(self, client: AgentClient, agent: str, message: Message) -> str:
         task_id = message.task_id

@@ -54,9 +54,11 @@ __all__ = [
     "TASK_ID_PREFIX",
     "decision_of",
     "ended_task",
+    "finished_task",
     "message_text",
     "new_context_id",
     "state_of",
+    "submitted_task",
     "task_id_for",
     "task_of",
 ]
@@ -215,6 +217,31 @@ def artifacts_of(result: AgentResult | None, output: str | None) -> list[Artifac
         data.parts.append(part)
         artifacts.append(data)
     return artifacts
+
+
+def submitted_task(task_id: str, context_id: str, message: Message) -> Task:
+    """The task a message just started: working, its history the message."""
+    task = Task(id=task_id, context_id=context_id)
+    task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+    sent = Message()
+    sent.CopyFrom(message)
+    sent.task_id, sent.context_id = task_id, context_id
+    task.history.append(sent)
+    return task
+
+
+def finished_task(submitted: Task, result: AgentResult) -> Task:
+    """The task ``submitted`` once its run ended with ``result`` (no state to read)."""
+    task = Task()
+    task.CopyFrom(submitted)
+    state = state_of(result.status)
+    task.status.CopyFrom(TaskStatus(state=state))
+    if state == TaskState.TASK_STATE_COMPLETED:
+        task.history.append(_agent_message(task.id, task.context_id, result.output))
+        task.artifacts.extend(artifacts_of(result, result.output))
+    elif result.output:
+        task.status.message.CopyFrom(_agent_message(task.id, task.context_id, result.output))
+    return task
 
 
 def ended_task(task_id: str, status: WorkflowExecutionStatus, why: str) -> Task | None:
