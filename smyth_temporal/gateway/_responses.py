@@ -63,6 +63,8 @@ __all__ = ["ResponseObject", "ResponseRef", "ResponsesRequest", "router"]
 router = APIRouter(prefix="/openai/v1", tags=["openai"])
 
 _ID_PREFIX = "resp_"
+_ID_MAX = 2000
+"""Longer ids are refused unread (ids given out are far shorter)."""
 
 T = TypeVar("T")
 
@@ -96,14 +98,14 @@ class ResponseRef(BaseModel):
             HTTPException: 404, alike for a malformed id, another tenant's and a missing one.
         """
         missing = HTTPException(status.HTTP_404_NOT_FOUND, f"no response {response_id!r}")
-        if not response_id.startswith(_ID_PREFIX):
+        if not response_id.startswith(_ID_PREFIX) or len(response_id) > _ID_MAX:
             raise missing
         body = response_id.removeprefix(_ID_PREFIX)
         try:
             fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
             tenant, agent, session_id, step = fields
             ref = cls(tenant=tenant, agent=agent, session_id=session_id, step=step)
-        except (ValueError, TypeError, binascii.Error):
+        except (ValueError, TypeError, binascii.Error, RecursionError):
             raise missing from None
         if ref.tenant != caller.tenant:
             raise missing

@@ -62,3 +62,12 @@ def test_another_tenants_id_is_a_missing_response(ref: ResponseRef, other: str) 
     with pytest.raises(HTTPException) as refused:
         ResponseRef.decode(ref.encode(), _caller(other))
     assert refused.value.status_code == 404
+
+
+@pytest.mark.parametrize("depth", [10, 600, 5000])
+def test_a_deeply_nested_id_is_a_missing_response(depth: int) -> None:
+    # JSON nested past the parser's recursion limit must not become a 500.
+    presented = "resp_" + base64.urlsafe_b64encode(b"[" * depth + b"]" * depth).decode()
+    with pytest.raises(HTTPException) as refused:
+        ResponseRef.decode(presented, _caller("acme"))
+    assert refused.value.status_code == 404
