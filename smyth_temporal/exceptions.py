@@ -20,6 +20,7 @@ SmythError
     ├── ServerUnavailableError   no Temporal server answers at the address
     ├── AgentNotFoundError       no agent run with that workflow id
     ├── UnknownAgentError        no agent class by that name is known to the caller
+    ├── ForkError                a run cannot be forked at that step
     ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
     ├── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
     ├── InvalidMessageError      a session refused a message (wrong tenant, empty, ...)
@@ -63,6 +64,7 @@ __all__ = [
     "BudgetExceededError",
     "ClientError",
     "ConfigurationError",
+    "ForkError",
     "InvalidDecisionError",
     "InvalidInterruptError",
     "InvalidMessageError",
@@ -216,6 +218,13 @@ class ServerUnavailableError(ClientError):
 
 class AgentNotFoundError(ClientError):
     """No agent run exists with the given workflow id."""
+
+
+class ForkError(ClientError):
+    """A run cannot be forked at that step: beyond the run, or in the middle of the step.
+
+    Added in 0.9.0.
+    """
 
 
 class UnknownAgentError(ClientError):

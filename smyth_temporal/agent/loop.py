@@ -68,8 +68,12 @@ class Loop:
         config, conversation, events = self._config, self._conversation, self._events
         message_id = events.next_message_id()
         live = live_target(message_id) if config.stream else None
+        started = self._run.started
+        # A fork may go on with another model (AgentInput.model): only new inputs set it,
+        # so recorded runs replay with the config's model.
+        model = (started.model if started is not None else None) or config.model
         request = ModelRequest(
-            model=config.model,
+            model=model,
             messages=prompt,
             tools=[t.schema() for t in tools],
             settings=config.model_settings,
@@ -81,7 +85,7 @@ class Loop:
             tenant=self._run.tenant,
         )
         versions = step_versions(
-            request.step, instructions=config.instructions, model=config.model, tools=tools
+            request.step, instructions=config.instructions, model=model, tools=tools
         )
         conversation.versions = record_versions(conversation.versions, versions)
         events.publish(

@@ -22,6 +22,7 @@ from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from smyth_temporal._names import PROBE_ID_PREFIX
+from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.clients._approvals import ApprovalsClient, PendingApproval, ended_refusal
 from smyth_temporal.clients._audit import read_audit
 from smyth_temporal.clients._base import (
@@ -36,6 +37,7 @@ from smyth_temporal.clients._base import (
     watch_pickup,
 )
 from smyth_temporal.clients._budgets import BudgetClient
+from smyth_temporal.clients._fork import fork_point, start_fork
 from smyth_temporal.clients._identity import principal_from_env
 from smyth_temporal.clients._limits import LimitsClient
 from smyth_temporal.clients._pause import PauseClient, is_paused
@@ -225,6 +227,59 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         handle = await self.start(agent, input, **options)
         output_type = None if isinstance(agent, str) else agent.config.output_type
         return await self.result(handle.id, output_type=output_type)
+
+    async def fork(
+        self,
+        workflow_id: str,
+        *,
+        at_step: int,
+        prompt: str | None = None,
+        model: str | None = None,
+        id: str | None = None,
+        agent: type[AgentWorkflow] | None = None,
+        task_queue: str | None = None,
+    ) -> WorkflowHandle[Any, AgentResult]:
+        """Start a new run from ``workflow_id``'s state right after step ``at_step``.
+
+        The fork carries the original's conversation, ``data``, usage, decided approvals
+        and versions up to that step (read from its history, see ``clients._fork``);
+        no model is called for those steps and the original is untouched. The fork
+        records its parent in ``AgentInput.fork_of``, its memo and ``SmythForkOf``.
+        Long-term memory is shared with the original (no view of its own yet).
+
+        Args:
+            workflow_id: The run to fork (any run of its chain may hold the step).
+            at_step: The step to fork after (0: before the first model turn).
+            prompt: Added as a user message before the fork's first turn.
+            model: Run the fork's turns on this model.
+            id: The fork's workflow id (default: ``<workflow_id>-fork-<random>``).
+            agent: The agent's class, to replay its history (default: the imported
+                class of the run's workflow type).
+            task_queue: Override the client's task queue.
+
+        Raises:
+            AgentNotFoundError: No run (of the caller's tenant) has that id.
+            ForkError: The run has not taken that step, or is in the middle of it.
+            UnknownAgentError: The agent's class is not imported here.
+
+        Added in 0.9.0.
+        """
+        await self.identity.owns(workflow_id, "operate")
+        point = await fork_point(self.client, workflow_id, at_step, agent=agent)
+        tenant = self.identity.tenant(point.input.tenant)
+        update = {"tenant": tenant, "started_by": self.identity.by(None)}
+        if model:
+            update["model"] = model
+        input = point.input.model_copy(update=update)
+        return await start_fork(
+            self.client,
+            point,
+            input,
+            id=id,
+            task_queue=task_queue or self.task_queue,
+            prompt=prompt,
+            start_tagged=lambda start: start_tagged(self.client, tenant, start),
+        )
 
     async def confirm_pickup(
         self,

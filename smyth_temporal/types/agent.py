@@ -21,6 +21,7 @@ __all__ = [
     "AgentResult",
     "AgentState",
     "AgentStatus",
+    "ForkOrigin",
     "Interrupt",
     "InterruptOutcome",
 ]
@@ -153,6 +154,20 @@ class AgentLimits(BaseModel):
     """Stop once the run (its own sub-agents included) has cost this much. Added in 0.5.0."""
 
 
+class ForkOrigin(BaseModel):
+    """Where a forked run branched off (see ``AgentClient.fork``).
+
+    Added in 0.9.0.
+    """
+
+    workflow_id: str
+    """The parent run's workflow id."""
+    run_id: str
+    """The run of the parent's chain the step was taken in."""
+    step: int
+    """The parent's step the fork starts right after."""
+
+
 class AgentInput(BaseModel):
     """What an agent run starts from.
 
@@ -179,6 +194,12 @@ class AgentInput(BaseModel):
     """Who started the run: the API key's name where keys are used (set by the client
     from the key, never taken from the caller then). An ``ApprovalPolicy`` keeps it from
     deciding the run's own requests. Added in 0.9.0."""
+    fork_of: ForkOrigin | None = None
+    """Set on a fork: the run and step it branched off (``AgentClient.fork``). Added in
+    0.9.0."""
+    model: str | None = None
+    """Run the model turns on this model instead of ``AgentConfig.model`` (a fork's
+    ``--model``). Added in 0.9.0."""
 
 
 class AgentResult(BaseModel):

@@ -13,6 +13,8 @@ from temporalio.common import SearchAttributeKey
 
 __all__ = [
     "APPROVAL_PROGRESS_ATTRIBUTE",
+    "FORK_MEMO",
+    "FORK_OF_ATTRIBUTE",
     "PENDING_APPROVALS_ATTRIBUTE",
     "PENDING_APPROVALS_MEMO",
     "SCHEDULE_MEMO",
@@ -41,6 +43,14 @@ TENANT_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythTenant")
 workflow code), so listings of one tenant's runs are filtered by the server. Added in
 0.8.0: runs started before have none and are told apart by their input."""
 
+FORK_OF_ATTRIBUTE = SearchAttributeKey.for_keyword("SmythForkOf")
+"""Search attribute with the workflow id a forked run branched off (``AgentClient.fork``),
+set by the client that starts the fork: ``SmythForkOf = 'id'`` lists a run's forks.
+Added in 0.9.0."""
+
+FORK_MEMO = "smyth_fork_of"
+"""Memo key with a fork's ``ForkOrigin`` (parent workflow id, run id, step). Added in 0.9.0."""
+
 PENDING_APPROVALS_MEMO = "smyth_pending_approvals"
 """Memo key under which an agent publishes its pending ``ApprovalRequest``s (with its
 tenant), so they can be listed from visibility alone, even while no worker runs."""
@@ -53,6 +63,7 @@ SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[Any], ...] = (
     PENDING_APPROVALS_ATTRIBUTE,
     TENANT_ATTRIBUTE,
     APPROVAL_PROGRESS_ATTRIBUTE,
+    FORK_OF_ATTRIBUTE,
 )
 """The search attributes a cluster must have registered for approvals to be listed."""
 

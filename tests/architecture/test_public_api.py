@@ -103,6 +103,7 @@ def test_exception_tree() -> None:
         "PauseUnavailableError": ["ClientError"],
         "ClientError": ["SmythError"],
         "ConfigurationError": ["UserError"],
+        "ForkError": ["ClientError"],
         "InvalidDecisionError": ["ClientError"],
         "InvalidInterruptError": ["ClientError"],
         "InvalidMessageError": ["ClientError"],

@@ -1,0 +1,109 @@
+"""``AgentClient.fork``: a new run from a step of a run, no model call for the steps before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentNotFoundError
+from smyth_temporal.exceptions import ForkError
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.model import ModelRequest, ModelResponse
+from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
+from tests.helpers.agents import Analyst
+from tests.helpers.context_agents import Relay
+
+NEW_PROMPT = "Forget ACME, look at GLOBEX instead."
+
+
+def forked(request: ModelRequest) -> bool:
+    """Whether a request was made by the fork (its conversation has the new prompt)."""
+    return any(m.content == NEW_PROMPT for m in request.messages)
+
+
+def turn(request: ModelRequest) -> ModelResponse:
+    """Four quotes then an answer; the fork's turns answer about GLOBEX."""
+    if request.step < 5:
+        symbol = "GLOBEX" if forked(request) else "ACME"
+        return tool_call("get_quote", symbol=symbol)
+    return reply("GLOBEX is flat." if forked(request) else "ACME is up.")
+
+
+async def test_a_fork_at_step_2_calls_no_model_for_steps_1_and_2(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([turn] * 5)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        parent_handle = await agents.start(Analyst, "How is ACME doing?")
+        original = await agents.result(parent_handle.id)
+        assert (original.output, original.steps) == ("ACME is up.", 5)
+        handle = await agents.fork(parent_handle.id, at_step=2, prompt=NEW_PROMPT)
+        fork = await agents.result(handle.id)
+        parent = await agents.result(parent_handle.id)
+        state = await agents.state(handle.id)
+
+    fork_requests = [r for r in model.requests if forked(r)]
+    assert [r.step for r in fork_requests] == [3, 4, 5]  # none for steps 1-2
+    assert len(model.requests) == 5 + 3
+    first = fork_requests[0]
+    # The fork's first turn sees the original's two steps (calls and results), then the prompt.
+    assert [m.role for m in first.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "user",
+    ]
+    assert (fork.output, fork.steps) == ("GLOBEX is flat.", 5)
+    assert fork.usage.requests == 5  # the original's two, its own three
+    assert parent.output == original.output and parent.steps == 5  # the original is untouched
+
+    assert state.step == 5
+    description = await client.get_workflow_handle(handle.id).describe()
+    origin = (await description.memo())[FORK_MEMO]
+    assert origin["step"] == 2 and origin["run_id"]
+    assert description.typed_search_attributes.get(FORK_OF_ATTRIBUTE) == origin["workflow_id"]
+
+
+async def test_a_fork_reads_a_step_taken_in_an_earlier_run_of_a_chain(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Relay continues as new after every two steps: step 3 was taken in its second run.
+    days = [tool_call("daily_report", day=day) for day in range(1, 6)]
+    model = ScriptedModel([*days, reply("done"), reply("forked")])
+    async with agent_worker(client, Relay, model=model, task_queue=task_queue):
+        handle = await agents.start(Relay, "Read five days.")
+        original = await agents.result(handle.id)
+        runs = [e.run_id async for e in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+        assert len(runs) >= 3
+        fork = await agents.fork(handle.id, at_step=3, prompt="Stop here.")
+        await agents.result(fork.id)
+
+    fork_requests = [
+        r for r in model.requests if any(m.content == "Stop here." for m in r.messages)
+    ]
+    assert [r.step for r in fork_requests] == [4, 5, 6]  # none for steps 1-3
+    seen = [m.content for m in fork_requests[0].messages if m.role == "tool"]
+    assert len(seen) == 3  # the reports of days 1-3, from two runs of the chain
+    assert original.steps == 6
+
+
+async def test_forking_beyond_the_run_or_an_unknown_run_starts_nothing(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "How is ACME doing?")
+        await agents.result(handle.id)
+        with pytest.raises(ForkError, match="has taken 2 steps; it cannot be forked at step 3"):
+            await agents.fork(handle.id, at_step=3, id="fork-beyond")
+        with pytest.raises(AgentNotFoundError):
+            await agents.fork("no-such-run", at_step=1, id="fork-unknown")
+    for fork_id in ("fork-beyond", "fork-unknown"):
+        with pytest.raises(Exception, match="not found"):
+            await client.get_workflow_handle(fork_id).describe()
+    assert len(model.requests) == 2
