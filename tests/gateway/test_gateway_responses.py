@@ -332,3 +332,36 @@ async def test_bad_input_gets_an_openai_error_and_starts_nothing(
         assert isinstance(error.body, dict) and {"message", "type", "code"} <= error.body.keys()
     assert raw.status_code == 422 and set(raw.json()) == {"error"}
     assert started == [session_workflow_id("Operator", TENANT, _session(good.id))]
+
+
+async def test_a_streamed_response_stopped_by_an_approval_ends_incomplete(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        ai = openai_client(running.url, keys.by_role["operator"])
+        events = [
+            event
+            async for event in await ai.responses.create(
+                model="Operator", input="Sell 5 ACME.", stream=True
+            )
+        ]
+        stopped = events[-1]
+        assert stopped.type == "response.incomplete"
+        with pytest.raises(openai.ConflictError) as undecided:
+            await ai.responses.create(
+                model="Operator",
+                input="Hurry.",
+                previous_response_id=stopped.response.id,
+                stream=True,
+            )
+
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    [request] = [i for i in stopped.response.output if i.type == "mcp_approval_request"]
+    assert (request.name, stopped.response.status) == ("sell", "incomplete")
+    assert f"request {request.id} (sell)" in undecided.value.message
+    assert len(model.requests) == 1  # the refused input never reached the agent
