@@ -45,6 +45,7 @@ from smyth_temporal.cli import (
     demo,
     deploy,
     dev,
+    fork,
     keys,
     limits,
     mcp,
@@ -77,7 +78,7 @@ app = typer.Typer(
     help="Durable AI agents on Temporal: a dev server, workers, agent runs, human approvals "
     "and long-term memory.",
 )
-for group in (dev, runs, watch, pause, approvals, sessions, audit):
+for group in (dev, runs, watch, pause, approvals, sessions, audit, fork):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")

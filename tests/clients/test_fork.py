@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 from tests.helpers.agents import Analyst
+from tests.helpers.cli_support import assert_one_error_line, run_smyth
 from tests.helpers.context_agents import Relay
 
 NEW_PROMPT = "Forget ACME, look at GLOBEX instead."
@@ -107,3 +109,31 @@ async def test_forking_beyond_the_run_or_an_unknown_run_starts_nothing(
         with pytest.raises(Exception, match="not found"):
             await client.get_workflow_handle(fork_id).describe()
     assert len(model.requests) == 2
+
+
+async def test_smyth_fork_goes_on_with_another_model_and_refuses_a_step_beyond_the_run(
+    client: Client, agents: AgentClient, task_queue: str, address: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
+    env = {"TEMPORAL_ADDRESS": address, "SMYTH_TASK_QUEUE": task_queue}
+    agent = "--agent=tests.helpers.agents:Analyst"
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "How is ACME doing?")
+        await agents.result(handle.id)
+        args = ["fork", handle.id, "--at-step", "1", agent, "--model", "other-model"]
+        outcome = await asyncio.to_thread(run_smyth, *args, "--id", "cli-fork", env=env)
+        assert outcome.code == 0, outcome.err
+        assert outcome.out.strip() == "cli-fork"
+        fork = await agents.result("cli-fork")
+        beyond = ["fork", handle.id, "--at-step", "3", agent, "--id", "cli-fork-beyond"]
+        refused = await asyncio.to_thread(run_smyth, *beyond, env=env)
+
+    assert fork.output == "ACME is up." and fork.steps == 2
+    assert [(r.step, r.model) for r in model.requests] == [
+        (1, "test-model"),
+        (2, "test-model"),
+        (2, "other-model"),  # the fork's only turn
+    ]
+    assert_one_error_line(refused, "has taken 2 steps; it cannot be forked at step 3")
+    with pytest.raises(Exception, match="not found"):
+        await client.get_workflow_handle("cli-fork-beyond").describe()
