@@ -512,14 +512,9 @@ class SmythPlugin(SimplePlugin):
 
     def _provider(self) -> ModelProvider:
         if self._model is None:
-            from smyth_temporal.models import OpenAIProvider
+            from smyth_temporal.models import default_provider
 
-            endpoint = self.worker_settings()
-            key = endpoint.openai_api_key
-            self._model = OpenAIProvider(
-                base_url=endpoint.openai_base_url,
-                api_key=key.get_secret_value() if key is not None else None,
-            )
+            self._model = default_provider(self.worker_settings())
         if isinstance(self._model, Mapping):
             self._model = ModelRouter(self._model)
         return self._model

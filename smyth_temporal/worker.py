@@ -161,14 +161,9 @@ def load_model_provider(spec: str, *, settings: ModelSettings | None = None) -> 
     """
     spec = spec.strip()
     if spec == DEFAULT_MODEL_PROVIDER:
-        from smyth_temporal.models import OpenAIProvider
+        from smyth_temporal.models import default_provider
 
-        endpoint = settings if settings is not None else ModelSettings.load()
-        key = endpoint.openai_api_key
-        return OpenAIProvider(
-            base_url=endpoint.openai_base_url,
-            api_key=key.get_secret_value() if key is not None else None,
-        )
+        return default_provider(settings if settings is not None else ModelSettings.load())
     if ":" not in spec:
         raise ConfigurationError(
             f"unknown model provider {spec!r}: use 'openai' or 'module:attr' "

@@ -1,4 +1,4 @@
-"""Model providers (worker side): the interface, routing, and the OpenAI-compatible one.
+"""Model providers (worker side): the interface, routing, the OpenAI-compatible one and Anthropic's.
 
 Workflow code never imports this package; it sends ``ModelRequest``s to the model
 activity by name. The OpenAI provider (and the ``openai`` package) loads on first use,
@@ -16,26 +16,36 @@ from smyth_temporal.models._provider import (
     StreamingModelProvider,
     TextSink,
 )
+from smyth_temporal.models._routing import ProviderPrefixes, default_provider
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
+    from smyth_temporal.models._anthropic import AnthropicProvider
     from smyth_temporal.models._errors import to_application_error
     from smyth_temporal.models._openai import OpenAIProvider
 
 __all__ = [
+    "AnthropicProvider",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
     "ModelRouter",
     "OpenAIProvider",
+    "ProviderPrefixes",
     "StreamingModelProvider",
     "TextSink",
+    "default_provider",
     "load_price_table",
     "to_application_error",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "AnthropicProvider":
+        # Needs the anthropic extra; the import error names the install command.
+        from smyth_temporal.models._anthropic import AnthropicProvider
+
+        return AnthropicProvider
     if name == "OpenAIProvider":
         from smyth_temporal.models._openai import OpenAIProvider
 

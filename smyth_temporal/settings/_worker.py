@@ -99,6 +99,12 @@ class ModelSettings(SmythSettings):
     openai_api_key: SecretStr | None = Field(default=None, validation_alias="OPENAI_API_KEY")
     """The endpoint's key, required by the `openai` provider; any value for endpoints
     without keys."""
+    anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+    """The endpoint of the `anthropic` provider, for models named `anthropic:NAME`
+    (default: Anthropic's API). Added in 0.10.0."""
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    """The key of the `anthropic` provider, needed once an agent names an `anthropic:`
+    model. Added in 0.10.0."""
     prices_file: Path | None = Field(default=None, validation_alias=PRICES_FILE_ENV)
     """The model price table (budgets and `Usage.cost`; default: `.smyth/prices.toml`
     if it exists)."""

@@ -34,6 +34,13 @@ from smyth_temporal.testing._env import (
     start_dev_environment,
     start_time_skipping_environment,
 )
+from smyth_temporal.testing._fake_anthropic import (
+    AnthropicTurn,
+    CacheReport,
+    FakeAnthropicServer,
+    anthropic_error,
+    anthropic_turn,
+)
 from smyth_temporal.testing._fake_openai import (
     FakeOpenAIServer,
     FakeResponse,
@@ -54,6 +61,9 @@ from smyth_temporal.testing._scripted import (
 )
 
 __all__ = [
+    "AnthropicTurn",
+    "CacheReport",
+    "FakeAnthropicServer",
     "FakeOpenAIServer",
     "FakeResponse",
     "Judge",
@@ -63,6 +73,8 @@ __all__ = [
     "Summarizer",
     "abstaining_judge",
     "agent_worker",
+    "anthropic_error",
+    "anthropic_turn",
     "chat_completion",
     "error_response",
     "find_binary",

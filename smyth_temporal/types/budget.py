@@ -80,14 +80,21 @@ class Price(BaseModel):
     """Per million cached input tokens (``None``: the ``input`` price).
 
     Changed in 0.8.0: every price must be a finite number of 0 or more."""
+    cache_write: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Per million input tokens written to the prompt cache (``None``: the ``input``
+    price); Anthropic charges 1.25 times its input price (2 times with the 1-hour TTL).
+    Added in 0.10.0."""
 
     def cost(self, usage: Usage) -> float:
         """What ``usage`` costs at these prices."""
         cached = min(usage.cached_tokens, usage.input_tokens)
+        written = min(usage.cache_write_tokens, usage.input_tokens - cached)
         cached_price = self.input if self.cached_input is None else self.cached_input
+        write_price = self.input if self.cache_write is None else self.cache_write
         return (
-            (usage.input_tokens - cached) * self.input
+            (usage.input_tokens - cached - written) * self.input
             + cached * cached_price
+            + written * write_price
             + usage.output_tokens * self.output
         ) / _PER_TOKENS
 

@@ -7,7 +7,7 @@ OpenAI-compatible endpoint understands.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,6 +64,11 @@ class Message(BaseModel):
     compaction: str | None = None
     """For a summary: the id of the compaction whose lineage it carries (see
     ``AgentState.compactions``). Added in 0.2.0."""
+    provider_items: list[dict[str, Any]] = Field(default_factory=list)
+    """For an assistant message: parts of the model's answer its provider needs back
+    unchanged in later requests, in the provider's own wire shape (Anthropic's signed
+    ``thinking`` and ``redacted_thinking`` blocks). Other providers ignore them.
+    Added in 0.10.0."""
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -99,6 +104,9 @@ class Usage(BaseModel):
     """Tool calls executed (including ones that failed)."""
     cached_tokens: int = 0
     """Of the input tokens, those the endpoint served from its prompt cache. Added in 0.5.0."""
+    cache_write_tokens: int = 0
+    """Of the input tokens, those the endpoint wrote to its prompt cache (Anthropic's
+    ``cache_creation_input_tokens``, priced by ``Price.cache_write``). Added in 0.10.0."""
     cost: float = 0.0
     """What the model calls cost, in the price table's currency (USD by convention), as
     the worker's ``PriceTable`` priced them when they were made. Added in 0.5.0."""
@@ -115,5 +123,6 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             tool_calls=self.tool_calls + other.tool_calls,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost=self.cost + other.cost,
         )

@@ -24,7 +24,13 @@ from smyth_temporal import (
     Settings,
     UnknownAgentError,
 )
-from smyth_temporal.models import ModelRequest, ModelResponse, ModelRouter, OpenAIProvider
+from smyth_temporal.models import (
+    ModelRequest,
+    ModelResponse,
+    ModelRouter,
+    OpenAIProvider,
+    ProviderPrefixes,
+)
 from smyth_temporal.testing import ScriptedModel, new_task_queue, reply
 from smyth_temporal.worker import load_agent, load_agents, load_model_provider, run_worker
 from tests.helpers.agents import Analyst, Summarizer
@@ -172,8 +178,10 @@ def test_openai_without_a_key_is_a_configuration_error(monkeypatch: pytest.Monke
 def test_openai_with_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    provider = load_model_provider("openai")
-    assert isinstance(provider, OpenAIProvider)
+    routes = load_model_provider("openai")
+    assert isinstance(routes, ProviderPrefixes)
+    provider, name = routes.resolve("gpt-4o")
+    assert (type(provider), name) == (OpenAIProvider, "gpt-4o")
     assert provider.base_url.startswith("http://127.0.0.1:9/v1")
 
 

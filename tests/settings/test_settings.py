@@ -54,6 +54,8 @@ SAMPLES: dict[str, str] = {
     "SMYTH_MODEL_PROVIDER": "myapp.models:provider",
     "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
     "OPENAI_API_KEY": "sk-test",
+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:8787",
+    "ANTHROPIC_API_KEY": "sk-ant-test",
     "SMYTH_PRICES_FILE": "/etc/smyth/prices.toml",
     "SMYTH_MEMORY_PATH": "/var/lib/smyth/memory",
     "QDRANT_URL": "http://qdrant:6333",

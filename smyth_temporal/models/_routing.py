@@ -1,0 +1,115 @@
+"""One model string for every provider: ``anthropic:claude-sonnet-4-5``, ``openai:gpt-4o``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider, TextSink
+from smyth_temporal.settings import ModelSettings
+from smyth_temporal.types.model import ModelRequest, ModelResponse
+
+__all__ = ["ProviderFactory", "ProviderPrefixes", "default_provider"]
+
+ProviderFactory = Callable[[], ModelProvider]
+"""Builds a provider on its first call, so a worker needs only the keys it uses."""
+
+
+class ProviderPrefixes:
+    """Routes ``PREFIX:MODEL`` to the provider of ``PREFIX``, asking it for ``MODEL``.
+
+    A name without a known prefix (``gpt-4o-mini``, ``llama3:8b``) goes to the default
+    provider unchanged, as before prefixes existed. A provider given as a factory is
+    built on the first request that names it; if it cannot be built (no key, the
+    extra not installed) that request fails with a ``ConfigurationError``, final.
+
+    Added in 0.10.0.
+    """
+
+    def __init__(
+        self,
+        default: ModelProvider | ProviderFactory,
+        prefixes: Mapping[str, ModelProvider | ProviderFactory],
+    ) -> None:
+        self._default = default
+        self._prefixes = dict(prefixes)
+        self._built: dict[str, ModelProvider] = {}
+
+    def resolve(self, model: str) -> tuple[ModelProvider, str]:
+        """The provider for ``model`` and the name to ask it for.
+
+        Raises:
+            ConfigurationError: The provider cannot be built on this worker.
+        """
+        prefix, sep, name = model.partition(":")
+        if sep and name and prefix in self._prefixes:
+            return self._provider(prefix, self._prefixes[prefix]), name
+        return self._provider("", self._default), model
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer with the provider the model's prefix names."""
+        provider, name = self.resolve(request.model)
+        return await provider.complete(_renamed(request, name))
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """Stream with the provider the model's prefix names (if it can stream)."""
+        provider, name = self.resolve(request.model)
+        request = _renamed(request, name)
+        if isinstance(provider, StreamingModelProvider):
+            return await provider.stream(request, on_text)
+        response = await provider.complete(request)
+        on_text(response.message.content or "")
+        return response
+
+    def _provider(self, key: str, given: ModelProvider | ProviderFactory) -> ModelProvider:
+        if key in self._built:
+            return self._built[key]
+        # A class has a ``complete`` attribute too: it is a factory, not a provider.
+        if isinstance(given, ModelProvider) and not isinstance(given, type):
+            provider = given
+        else:
+            try:
+                provider = given()
+            except ImportError as exc:
+                raise ConfigurationError(str(exc)) from exc
+        self._built[key] = provider
+        return provider
+
+
+def _renamed(request: ModelRequest, name: str) -> ModelRequest:
+    return request if name == request.model else request.model_copy(update={"model": name})
+
+
+def default_provider(settings: ModelSettings) -> ProviderPrefixes:
+    """A worker's provider when none is named: OpenAI-compatible, and Anthropic's by prefix.
+
+    Bare names and ``openai:NAME`` go to the OpenAI-compatible provider
+    (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), built now so that a worker without its
+    key fails at start, unless the worker has only ``ANTHROPIC_API_KEY``;
+    ``anthropic:NAME`` goes to ``AnthropicProvider`` (``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_API_KEY``), built on its first call.
+
+    Added in 0.10.0.
+    """
+
+    def openai_provider() -> ModelProvider:
+        from smyth_temporal.models._openai import OpenAIProvider
+
+        key = settings.openai_api_key
+        return OpenAIProvider(
+            base_url=settings.openai_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+
+    def anthropic_provider() -> ModelProvider:
+        from smyth_temporal.models._anthropic import AnthropicProvider
+
+        key = settings.anthropic_api_key
+        return AnthropicProvider(
+            base_url=settings.anthropic_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+
+    only_anthropic = settings.openai_api_key is None and settings.anthropic_api_key is not None
+    openai = openai_provider if only_anthropic else openai_provider()
+    return ProviderPrefixes(openai, {"openai": openai, "anthropic": anthropic_provider})
