@@ -505,7 +505,7 @@ function runsView(signal) {
  * one line (its arguments and result open on click), approvals, status and usage. The
  * run's output is its last answer, already shown: the end says only how the run ended.
  */
-function runView(workflowId, signal) {
+function runView(workflowId, signal, focus = null) {
   const status = h("span", { id: "run-status" }, statusBadge("connecting"));
   const usage = h("span", { id: "run-usage" });
   const problem = h("p", { class: "error", role: "alert" });
@@ -590,7 +590,13 @@ function runView(workflowId, signal) {
         : "→ " + oneLine(e.content, 80);
       row.body.append(h("span", { class: "who" }, e.error ? "Tool error" : "Tool result"), h("pre", {}, e.content));
     },
-    approval_requested: (e) => add("approval", approvalCard(workflowId, agent, e.request)),
+    approval_requested: (e) => {
+      const item = add("approval", approvalCard(workflowId, agent, e.request));
+      if (e.request.id === focus) { // the request a link named: in view, marked
+        item.classList.add("focused");
+        item.scrollIntoView({ block: "center" });
+      }
+    },
     approval_voted: (e) => replaceApproval(e.request),
     approval_decided: (e) => replaceApproval(e.request),
     approval_expired: (e) => replaceApproval(e.request),
@@ -727,7 +733,13 @@ function route() {
     if (active) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  if (path.startsWith("runs/")) runView(decodeURIComponent(path.slice(5)), current.signal);
+  if (path.startsWith("runs/")) {
+    // #/runs/<run>[/approvals/<request>], each part encoded whole: a notification's link
+    // opens the run at its request.
+    const [run, part, request] = path.slice(5).split("/");
+    const focus = part === "approvals" && request ? decodeURIComponent(request) : null;
+    runView(decodeURIComponent(run), current.signal, focus);
+  }
   else if (path === "runs") runsView(current.signal);
   else if (path === "memory") memoryView(current.signal);
   else approvalsView(current.signal);
