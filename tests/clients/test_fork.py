@@ -13,9 +13,11 @@ from smyth_temporal.exceptions import ForkError
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
+from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.agents import Analyst
 from tests.helpers.cli_support import assert_one_error_line, run_smyth
 from tests.helpers.context_agents import Relay
+from tests.helpers.trader import Trader
 
 NEW_PROMPT = "Forget ACME, look at GLOBEX instead."
 
@@ -137,3 +139,28 @@ async def test_smyth_fork_goes_on_with_another_model_and_refuses_a_step_beyond_t
     assert_one_error_line(refused, "has taken 2 steps; it cannot be forked at step 3")
     with pytest.raises(Exception, match="not found"):
         await client.get_workflow_handle("cli-fork-beyond").describe()
+
+
+async def test_a_run_waiting_for_an_approval_forks_before_the_step_not_in_it(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # Trader has no get_quote: step 1 ends with the tool's error, a finished step all the same.
+    sell = tool_call("sell", symbol="ACME", quantity=10)
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), sell, reply("sold")])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        handle = await agents.start(Trader, "Sell ACME if it is up.")
+        await wait_for_pending(agents, handle.id, 1)
+        with pytest.raises(ForkError, match=r"step 2 .* has not finished"):
+            await agents.fork(handle.id, at_step=2, id="fork-mid-step")
+        fork = await agents.fork(handle.id, at_step=1)
+        forked_state = await wait_for_pending(agents, fork.id, 1)
+        original = await wait_for_pending(agents, handle.id, 1)
+        for workflow_id in (handle.id, fork.id):
+            await client.get_workflow_handle(workflow_id).terminate()
+
+    # The fork asked for its own approval of the sale; the original's is still the one.
+    assert forked_state.pending_approvals[0].call_id == original.pending_approvals[0].call_id
+    assert forked_state.step == original.step == 2
+    assert [r.step for r in model.requests] == [1, 2, 2]  # the fork's one turn: step 2
+    with pytest.raises(Exception, match="not found"):
+        await client.get_workflow_handle("fork-mid-step").describe()
