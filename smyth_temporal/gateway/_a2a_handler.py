@@ -192,11 +192,12 @@ class TemporalTasks(RequestHandler):
                     pending.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await pending
-        if result.done() and not result.cancelled():
-            with contextlib.suppress(AgentFailedError):
-                return result.result()  # a failed run: its task says so (``_task``)
-            return None
-        waiting.result()  # its errors (the task is not the caller's) are the answer
+        with _a2a_errors(task_id):
+            if result.done() and not result.cancelled():
+                with contextlib.suppress(AgentFailedError):
+                    return result.result()  # a failed run: its task says so (``_task``)
+                return None
+            waiting.result()  # its errors (the task is not the caller's) are the answer
         return None
 
     async def _drain(self, client: AgentClient, task_id: str) -> None:
