@@ -17,13 +17,19 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.clients._base import rpc_error
 from smyth_temporal.clients._identity import Identity
-from smyth_temporal.exceptions import AgentNotFoundError, ClientError
+from smyth_temporal.exceptions import AccessDeniedError, AgentNotFoundError, ClientError
 from smyth_temporal.security import Permission, Principal
 from smyth_temporal.settings import Settings
+from smyth_temporal.types.agent import INTERRUPT_UPDATE
+from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE
 
 __all__ = ["RunsClient", "refusal", "translate"]
 
 _T = TypeVar("_T")
+
+_SENT_BY_KEY = frozenset({APPROVAL_SIGNAL, APPROVAL_UPDATE, INTERRUPT_UPDATE})
+"""Signals and updates that record who sent them: under a key, only through the client's
+own methods, which write the key's name (and role) into them."""
 
 _SWITCH_RETRIES = 50
 _SWITCH_RETRY_DELAY = 0.05
@@ -78,10 +84,13 @@ class RunsClient:
 
         Raises:
             AgentNotFoundError: No run has that workflow id, or it has ended.
-            AccessDeniedError: The principal's role may not operate runs.
+            AccessDeniedError: The principal's role may not operate runs, or the signal
+                is a decision (send those with ``decide``).
 
-        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``.
+        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``, and
+        decisions are refused.
         """
+        self._refuse_raw_decision("operate", signal)
         await self._signal_checked(workflow_id, "operate", signal, arg)
 
     async def update(
@@ -94,12 +103,27 @@ class RunsClient:
 
         Raises:
             AgentNotFoundError: No run has that workflow id, or it has ended.
-            AccessDeniedError: The principal's role may not operate runs.
+            AccessDeniedError: The principal's role may not operate runs, or the update
+                is a decision or an interrupt (send those with ``decide``/``interrupt``).
             temporalio.client.WorkflowUpdateFailedError: The agent refused the update.
 
-        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``.
+        Added in 0.2.0. Changed in 0.9.0: with a principal, needs ``operate``, and
+        decisions and interrupts are refused.
         """
+        self._refuse_raw_decision("operate", update)
         return await self._update_checked(workflow_id, "operate", update, arg, result_type)
+
+    def _refuse_raw_decision(self, permission: Permission, name: str) -> None:
+        # A decision (or an interrupt) says who made it, and under an approval policy
+        # its role decides whether it counts: sent raw, an operator key could approve,
+        # or vote as someone else. decide()/interrupt() record the key instead. The
+        # role is checked first, so a key that may not operate hears that.
+        self.identity.permit(permission)
+        if self.identity.principal is not None and name in _SENT_BY_KEY:
+            raise AccessDeniedError(
+                f"{name!r} says who decided: send it with decide(), approve(), reject() or "
+                "interrupt(), which record the key as the one who did"
+            )
 
     async def status(self, workflow_id: str) -> WorkflowExecutionStatus | None:
         """The Temporal status of the run a workflow id names now (``None``: no such run).
