@@ -118,7 +118,9 @@ def _permission(body: bytes) -> Permission:
         return "read"
     params = parsed.get("params")
     message = params.get("message") if isinstance(params, dict) else None
-    if isinstance(message, dict) and message.get("taskId"):
+    # Both spellings: the dispatcher's protobuf parser takes a field's JSON name and its
+    # proto name alike, so ``task_id`` must not slip past as a new message.
+    if isinstance(message, dict) and (message.get("taskId") or message.get("task_id")):
         return "approve"  # a message into a task answers its approval request
     return "operate"
 

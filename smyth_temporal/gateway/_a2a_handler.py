@@ -26,6 +26,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import (
+    AccessDeniedError,
     AgentFailedError,
     AgentNotFoundError,
     ClientError,
@@ -84,6 +85,7 @@ try:
     from a2a.utils.errors import (
         InternalError,
         InvalidParamsError,
+        InvalidRequestError,
         PushNotificationNotSupportedError,
         TaskNotCancelableError,
         TaskNotFoundError,
@@ -118,6 +120,8 @@ def _a2a_errors(task_id: str) -> Iterator[None]:
         yield
     except AgentNotFoundError:
         raise TaskNotFoundError(f"no task {task_id!r}") from None
+    except AccessDeniedError as exc:  # the route checks roles first; this is the backstop
+        raise InvalidRequestError(str(exc)) from None
     except InvalidDecisionError as exc:
         raise InvalidParamsError(str(exc)) from None
     except InvalidInterruptError as exc:

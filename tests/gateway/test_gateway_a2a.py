@@ -337,3 +337,31 @@ async def test_a_typed_output_is_a_data_artifact_beside_the_answer(
     assert (answer.artifact_id, output.artifact_id) == ("answer", "output")
     assert MessageToDict(output.parts[0].data) == verdict
     assert output.parts[0].media_type == "application/json"
+
+
+async def test_an_operator_cannot_decide_by_spelling_task_id_the_proto_way(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # The dispatcher's protobuf parser takes ``task_id`` as well as ``taskId``: a role
+    # check that looked only at ``taskId`` let an operator's decision through as a "new
+    # message" (the client's own check then refused it, as an internal error).
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+        a2a_client(running, keys.by_role["operator"]) as a2a,
+    ):
+        [waiting] = await send(a2a, user_message("Sell 5 ACME."))
+        decision = MessageToDict(decision_message(waiting.task), preserving_proto_field_name=True)
+        assert "task_id" in decision and "taskId" not in decision
+        refused = await running.http.post(
+            "/a2a/Operator",
+            json=_rpc("SendMessage", {"message": decision}),
+            headers={**keys.headers("operator"), **A2A_HEADERS},
+        )
+        still = await a2a.get_task(GetTaskRequest(id=waiting.task.id))
+
+    assert refused.status_code == 403, refused.text
+    assert "may not decide" in refused.json()["error"]["message"]
+    assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert len(model.requests) == 1
