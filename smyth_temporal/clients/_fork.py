@@ -24,6 +24,7 @@ Added in 0.9.0.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -32,8 +33,10 @@ from typing import Any
 
 import structlog
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import DataConverter
 from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import (
@@ -91,6 +94,24 @@ class ForkPoint:
 
 class _Stop(Exception):
     """Ends a replay once the state is taken (the replay then reports a failure)."""
+
+
+def _inline(_context: object, _payload: Payload) -> None:
+    """Store no payload: every command of a replay stays inline (and is dropped)."""
+    return None
+
+
+def _replay_converter(converter: DataConverter) -> DataConverter:
+    """``converter`` that still reads stored payloads but writes none.
+
+    A replay's commands never reach the server, yet with a payload store every large one
+    would be written to it: half the time of a 200-step replay (1.1 s to 0.55 s).
+    """
+    storage = converter.external_storage
+    if storage is None:
+        return converter
+    inline = dataclasses.replace(storage, driver_selector=_inline)
+    return dataclasses.replace(converter, external_storage=inline)
 
 
 class _QuietStop(logging.Filter):
@@ -238,7 +259,7 @@ async def _replay(
     replayer = Replayer(
         workflows=[agent],
         namespace=client.namespace,
-        data_converter=client.data_converter,
+        data_converter=_replay_converter(client.data_converter),
         interceptors=[capture],
         # Outside the sandbox: the interceptor hands the state out of the workflow.
         workflow_runner=UnsandboxedWorkflowRunner(),

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentNotFoundError
+from smyth_temporal.clients._fork import fork_point
 from smyth_temporal.exceptions import ForkError
+from smyth_temporal.storage._driver import ContentAddressedFileDriver
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
@@ -164,3 +168,30 @@ async def test_a_run_waiting_for_an_approval_forks_before_the_step_not_in_it(
     assert [r.step for r in model.requests] == [1, 2, 2]  # the fork's one turn: step 2
     with pytest.raises(Exception, match="not found"):
         await client.get_workflow_handle("fork-mid-step").describe()
+
+
+async def test_a_fork_reads_stored_payloads_and_stores_none_while_replaying(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    note = "a long note " * 500  # over the store's 2 KiB threshold: history holds a reference
+    model = ScriptedModel([tool_call("write_note", text=note), reply("noted")])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "Write the note down.")
+        await agents.result(handle.id)
+    stores: list[object] = []
+    original_store = ContentAddressedFileDriver.store
+
+    async def counted(self: ContentAddressedFileDriver, *args: Any, **kwargs: Any) -> Any:
+        stores.append(args)
+        return await original_store(self, *args, **kwargs)
+
+    monkeypatch.setattr(ContentAddressedFileDriver, "store", counted)
+    point = await fork_point(client, handle.id, 1)
+
+    assert stores == []  # a replay's commands never reach the server: nothing to store
+    call = point.checkpoint.messages[2].tool_calls[0]
+    assert json.loads(call.arguments)["text"] == note  # read back from the store
