@@ -99,6 +99,7 @@ class AnthropicProvider:
         timeout: float = _DEFAULT_TIMEOUT,
         client: anthropic.AsyncAnthropic | None = None,
         cache_ttl: CacheTTL = "5m",
+        caching: bool = True,
         secrets: Secrets | None = None,
     ) -> None:
         """Configure the provider; the key is checked now, so a worker fails at start.
@@ -112,6 +113,8 @@ class AnthropicProvider:
                 ``AsyncAnthropicVertex`` (its retry setting is left as the caller made it).
             cache_ttl: ``5m`` (the API's default) or ``1h`` for prefixes reused less
                 often than every five minutes (writes cost 2x input instead of 1.25x).
+            caching: Place cache breakpoints (``False``: none, every prompt paid in full;
+                a baseline to measure caching against).
             secrets: What resolves a ``secret("NAME")`` key (default: ``Secrets.from_env()``).
 
         Raises:
@@ -139,6 +142,7 @@ class AnthropicProvider:
                 timeout=timeout,
             )
         self._client = client
+        self._caching = caching
         self._cache: dict[str, str] = {"type": "ephemeral"}
         if cache_ttl == "1h":
             self._cache["ttl"] = "1h"
@@ -201,7 +205,16 @@ class AnthropicProvider:
             turns[-1]["content"][-1]["cache_control"] = self._cache
         params["model"] = request.model
         params["messages"] = turns
+        if not self._caching:
+            _drop_breakpoints(params)
         return params
+
+
+def _drop_breakpoints(params: dict[str, Any]) -> None:
+    blocks = [*params.get("tools", []), *params.get("system", [])]
+    blocks.extend(block for turn in params["messages"] for block in turn["content"])
+    for block in blocks:
+        block.pop("cache_control", None)
 
 
 def classify(exc: BaseException) -> ApplicationError:

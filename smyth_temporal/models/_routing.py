@@ -87,7 +87,8 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
     (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), built now so that a worker without its
     key fails at start, unless the worker has only ``ANTHROPIC_API_KEY``;
     ``anthropic:NAME`` goes to ``AnthropicProvider`` (``ANTHROPIC_BASE_URL``,
-    ``ANTHROPIC_API_KEY``), built on its first call.
+    ``ANTHROPIC_API_KEY``), built now if the key is set (else its first call fails,
+    final, naming the variable).
 
     Added in 0.10.0.
     """
@@ -110,6 +111,10 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
             api_key=key.get_secret_value() if key is not None else None,
         )
 
-    only_anthropic = settings.openai_api_key is None and settings.anthropic_api_key is not None
+    has_anthropic = settings.anthropic_api_key is not None
+    only_anthropic = settings.openai_api_key is None and has_anthropic
     openai = openai_provider if only_anthropic else openai_provider()
-    return ProviderPrefixes(openai, {"openai": openai, "anthropic": anthropic_provider})
+    # Built now when its key is set: importing the SDK inside the first model call would
+    # hold the event loop long enough (seconds on a loaded worker) to miss heartbeats.
+    anthropic = anthropic_provider() if has_anthropic else anthropic_provider
+    return ProviderPrefixes(openai, {"openai": openai, "anthropic": anthropic})

@@ -38,6 +38,7 @@ import hmac
 import json
 import math
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -398,13 +399,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {name.lower(): value for name, value in self.headers.items()}
-        recorded = RecordedRequest("POST", self.path, headers, body, raw, 0.0)
+        recorded = RecordedRequest("POST", self.path, headers, body, raw, time.monotonic())
         with fake._lock:
             fake._requests.append(recorded)
         if urlsplit(self.path).path.rstrip("/") != _MESSAGES_PATH or not isinstance(body, dict):
             self._send(*_error(404, "not_found_error", f"no such endpoint: {self.path}"))
             return
-        status, answer, extra = fake._answer(body)
+        try:
+            status, answer, extra = fake._answer(body)
+        except Exception as exc:  # a request the fake cannot read: say so, as a 500
+            status, answer, extra = _error(500, "api_error", f"fake server failed: {exc!r}")
         if status != 200 or body.get("stream") is not True:
             self._send(status, answer, extra)
             return
