@@ -212,6 +212,7 @@ class Lifecycle:
             generation=self.generation,
             data=self._run.hooks.data,
             versions=conversation.versions,
+            fork_of=input.fork_of if input else None,
         )
 
     def restore(self, checkpoint: AgentCheckpoint) -> dict[str, Any]:

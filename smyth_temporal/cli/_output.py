@@ -94,6 +94,9 @@ def format_state(state: AgentState) -> str:
         f"status   {state.status}, step {state.step}/{state.max_steps}",
         f"usage    {format_usage(state.usage)}",
     ]
+    if state.fork_of is not None:
+        origin = state.fork_of
+        lines.append(f"forked   from {origin.workflow_id} after step {origin.step}")
     if state.pending_tool_calls:
         lines.append("pending  " + "; ".join(_call(c) for c in state.pending_tool_calls))
     else:

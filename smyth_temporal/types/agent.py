@@ -268,6 +268,8 @@ class AgentState(BaseModel):
     """What its model steps ran with (instructions and tool schema hashes, model, worker
     build), one entry each time that changed, the latest last (at most
     ``VERSIONS_KEPT``). Added in 0.5.0."""
+    fork_of: ForkOrigin | None = None
+    """The run and step this run was forked from (``AgentClient.fork``). Added in 0.9.0."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property

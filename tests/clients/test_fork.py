@@ -71,6 +71,8 @@ async def test_a_fork_at_step_2_calls_no_model_for_steps_1_and_2(
     assert parent.output == original.output and parent.steps == 5  # the original is untouched
 
     assert state.step == 5
+    assert state.fork_of is not None and state.fork_of.workflow_id == parent_handle.id
+    assert state.fork_of.step == 2
     description = await client.get_workflow_handle(handle.id).describe()
     origin = (await description.memo())[FORK_MEMO]
     assert origin["step"] == 2 and origin["run_id"]
