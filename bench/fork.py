@@ -14,6 +14,11 @@ One dev server, one worker in this process. ``LongRun`` takes 200 tool-calling s
 
 Prints the median and the spread of each, and the model requests the forks made for
 steps up to 200 (the goal: none, and a fork under 1 s).
+
+Then the replayed evaluation: ``Evaluated`` looks up 20 items and answers (21 model
+turns); the same task runs again with step 15's tool output changed, on a
+``ReplayModel`` of the first run: it prints the turns answered from the record and the
+turns (and tokens) the model was asked for.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ import statistics
 import time
 import uuid
 
-from bench._fork_agents import LONG_STEPS, LongRun, Nothing
+from temporalio.client import Client
+
+from bench._fork_agents import CHANGED_AT, EVAL_STEPS, LONG_STEPS, Evaluated, LongRun, Nothing
 from smyth_temporal import AgentClient
 from smyth_temporal.testing import (
+    ReplayModel,
     ScriptedModel,
     agent_worker,
     new_task_queue,
@@ -62,10 +70,32 @@ async def main(rounds: int) -> None:
                 await plain.terminate()
                 await agents.result(fork.id)
             early = [r for r in model.requests[before:] if r.step <= LONG_STEPS]
+        evaluation = await _evaluation(client, agents, queue)
     print(f"fork at step {LONG_STEPS} ({rounds} rounds): {_ms(forks)}")
     print(f"baseline (fetch the history + start a plain workflow): {_ms(baselines)}")
     print(f"ratio (median): {statistics.median(forks) / statistics.median(baselines):.2f}x")
     print(f"model requests for steps <= {LONG_STEPS} made by the forks: {len(early)}")
+    print(evaluation)
+
+
+async def _evaluation(client: Client, agents: AgentClient, queue: str) -> str:
+    script = [*[tool_call("lookup", n=n) for n in range(1, EVAL_STEPS + 1)], reply("done")]
+    async with agent_worker(client, Evaluated, model=ScriptedModel(script), task_queue=queue):
+        recorded = await agents.start(Evaluated, "Look up 20 items.")
+        await agents.result(recorded.id)
+    fallback = ScriptedModel(script)
+    model = await ReplayModel.from_history(client, recorded.id, fallback)
+    CHANGED_AT["step"] = 15
+    async with agent_worker(client, Evaluated, model=model, task_queue=queue):
+        result = await agents.run(Evaluated, "Look up 20 items.")
+    turns = model.replayed + model.called
+    tokens = sum(r.usage.input_tokens + r.usage.output_tokens for _, r in model.recorded.values())
+    return (
+        f"replayed evaluation ({result.steps} turns, step 15's tool output changed): "
+        f"{model.replayed} turns from the record, {model.called} asked of the model "
+        f"(first at step {model.diverged_at}); {model.called}/{turns} of the calls and about "
+        f"{model.called / turns:.0%} of the {tokens} recorded tokens paid for"
+    )
 
 
 def _ms(values: list[float]) -> str:
