@@ -7,12 +7,13 @@ this module without it fails with that command. Agents name its models
 What the Messages API has and chat completions do not, kept here:
 
 * **Prompt caching.** The request carries up to four ``cache_control`` breakpoints
-  (the API's limit): the last tool, the agent's instructions, the last leading system
-  message (the compacted summary, when there is one) and the last block of the last
-  message. The tools are sorted by name and every block is built the same way each
-  step, so the prefix before each breakpoint is byte-identical from one step to the
-  next and the API serves it from its cache (``cache_read_input_tokens``); a new
-  summary starts a new prefix once. ``cache_ttl="1h"`` asks for the 1-hour cache.
+  (the API's limit): the last tool, the system prompt (the instructions and recalled
+  memories the conversation opens with), the latest compaction summary (which follows
+  the task) and the last block of the last message. The tools are sorted by name and
+  every block is built the same way each step, so the prefix before each breakpoint
+  is byte-identical from one step to the next and the API serves it from its cache
+  (``cache_read_input_tokens``); a new summary starts a new prefix once.
+  ``cache_ttl="1h"`` asks for the 1-hour cache.
 * **Extended thinking.** ``thinking`` and ``redacted_thinking`` blocks (with their
   signatures) are kept in the assistant message's ``provider_items`` and sent back
   unchanged, first in that message, as the API requires between tool calls.
@@ -197,10 +198,9 @@ class AnthropicProvider:
             system: list[dict[str, Any]] = [
                 {"type": "text", "text": m.content or ""} for m in leading
             ]
-            system[0]["cache_control"] = self._cache  # the instructions
-            system[-1]["cache_control"] = self._cache  # the summary, if any
+            system[-1]["cache_control"] = self._cache  # the instructions (and memories)
             params["system"] = system
-        turns = _to_turns(request.messages[len(leading) :])
+        turns = _to_turns(request.messages[len(leading) :], self._cache)
         if turns and turns[-1]["content"]:
             turns[-1]["content"][-1]["cache_control"] = self._cache
         params["model"] = request.model
@@ -345,14 +345,21 @@ def _leading_system(messages: Sequence[Message]) -> list[Message]:
     return leading
 
 
-def _to_turns(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Messages as Messages API turns: tool results in user turns, same roles merged."""
+def _to_turns(messages: Sequence[Message], cache: dict[str, str]) -> list[dict[str, Any]]:
+    """Messages as Messages API turns: tool results in user turns, same roles merged.
+
+    The latest compaction summary's block is a breakpoint: the prefix up to it (the
+    task, then the summary) stays the same until the next compaction.
+    """
+    summary = max((i for i, m in enumerate(messages) if m.compaction is not None), default=-1)
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _to_blocks(message)
         if not blocks:
             continue
+        if index == summary:
+            blocks[-1]["cache_control"] = cache
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:

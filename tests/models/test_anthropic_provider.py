@@ -19,6 +19,7 @@ from smyth_temporal.testing import (
     anthropic_error,
     anthropic_turn,
 )
+from smyth_temporal.testing._fake_anthropic import _prompt_blocks
 from smyth_temporal.types.budget import Price
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse
@@ -209,20 +210,34 @@ def test_the_cached_prefix_is_byte_identical_from_step_to_step() -> None:
     # Tools sorted by name; breakpoints on the last tool, the system and the last block.
     assert [t["name"] for t in later["tools"]] == ["add_note", "get_quote"]
     assert later["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
-    assert "cache_control" in later["system"][0]
+    assert "cache_control" in later["system"][-1]
     assert "cache_control" in later["messages"][-1]["content"][-1]
 
 
-def test_a_summary_after_the_instructions_has_its_own_breakpoint() -> None:
-    provider = AnthropicProvider(api_key="sk-ant-test-key")
-    summary = Message(role="system", content="Summary: ACME was 40.", compaction="c1")
-    params = provider.params(
-        ModelRequest(
-            model="m", messages=[Message.system(INSTRUCTIONS), summary, Message.user("And now?")]
+async def test_a_compaction_summary_is_a_breakpoint_that_later_steps_read(
+    fake: FakeAnthropicServer, provider: AnthropicProvider
+) -> None:
+    task = Message.user("Watch ACME all day.")
+    summary = Message(role="system", content="Summary: ACME was 40, then 41.", compaction="c1")
+    compacted = [Message.system(INSTRUCTIONS), task, summary, Message.user("And now?")]
+    params = provider.params(ModelRequest(model="m", messages=compacted, tools=[QUOTE_TOOL]))
+    [opening] = params["messages"]
+    marked = [b["text"] for b in opening["content"] if "cache_control" in b]
+    assert marked == ["[system] Summary: ACME was 40, then 41.", "And now?"]
+
+    fake.enqueue(anthropic_turn("41."), anthropic_turn("42."))
+    first = await provider.complete(ModelRequest(model="m", messages=compacted))
+    # A later step whose last turn differs from the first's reads up to the summary.
+    later = [*compacted[:3], Message.user("Any news?")]
+    second = await provider.complete(ModelRequest(model="m", messages=later))
+    prefix = sum(
+        tokens
+        for _, tokens, _ in _prompt_blocks(
+            provider.params(ModelRequest(model="m", messages=compacted[:3]))
         )
     )
-    marked = [block for block in params["system"] if "cache_control" in block]
-    assert [block["text"] for block in marked] == [INSTRUCTIONS, "Summary: ACME was 40."]
+    assert first.usage.cached_tokens == 0
+    assert second.usage.cached_tokens == prefix > 0
 
 
 class Recording:
