@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, AgentNotFoundError
+from smyth_temporal import AccessDeniedError, AgentClient, AgentInput, AgentNotFoundError
 from smyth_temporal.clients._fork import fork_point
 from smyth_temporal.exceptions import ForkError
+from smyth_temporal.security import Principal
 from smyth_temporal.storage import ContentAddressedFileDriver
 from smyth_temporal.testing import ReplayModel, ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
@@ -223,3 +224,32 @@ async def test_a_replay_model_pays_only_for_the_turns_after_a_changed_tool_outpu
     # every turn is the model's.
     assert (model.replayed, model.called, model.diverged_at) == (2, 3, 3)
     assert [r.step for r in fresh.requests] == [3, 4, 5]
+
+
+async def test_a_viewer_or_another_tenant_cannot_fork_a_run_and_nothing_starts(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")] * 2)
+    viewer = agents.acting_for(Principal(name="acme-viewer", tenant="acme", role="viewer"))
+    globex = agents.acting_for(Principal(name="globex-ops", tenant="globex", role="operator"))
+    acme = agents.acting_for(Principal(name="acme-ops", tenant="acme", role="operator"))
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="ACME?", tenant="acme"))
+        await agents.result(handle.id)
+        with pytest.raises(AccessDeniedError, match="role viewer"):
+            await viewer.fork(handle.id, at_step=1, id="fork-by-viewer")
+        with pytest.raises(AgentNotFoundError):
+            await globex.fork(handle.id, at_step=1, id="fork-by-globex")
+        fork = await acme.fork(handle.id, at_step=1, id="fork-by-acme-ops")
+        await agents.result(fork.id)
+        started = await client.get_workflow_handle(fork.id).fetch_history()
+
+    for refused in ("fork-by-viewer", "fork-by-globex"):
+        with pytest.raises(Exception, match="not found"):
+            await client.get_workflow_handle(refused).describe()
+    (input,) = await client.data_converter.decode(
+        list(started.events[0].workflow_execution_started_event_attributes.input.payloads),
+        [AgentInput],
+    )
+    # The fork belongs to the caller's tenant and names the caller's key as its starter.
+    assert (input.tenant, input.started_by) == ("acme", "acme-ops")
