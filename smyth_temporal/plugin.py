@@ -345,21 +345,19 @@ class SmythPlugin(SimplePlugin):
                 ModelQueueInterceptor(route),
                 ProbeInterceptor(),
             ]
-        serves_memory = self._memory is not None or any(a.config.memory_namespace for a in agents)
-        # Agents that compact their context archive the compacted turns to memory, so
-        # they get the memory activities too; the store opens at the first call.
-        if serves_memory or any(a.config.context_budget is not None for a in agents):
-            activities += MemoryActivities(self._memory_manager).all()
+        # Every worker serves memory: its agents' recall and remember, the compacted
+        # turns they archive, and the MemoryAdmin workflow through which clients and
+        # the gateway search and forget, so one worker of a queue is enough whatever
+        # agents it hosts. The store opens at the first call, so a worker whose runs
+        # never touch memory never opens it.
+        activities += MemoryActivities(self._memory_manager).all()
         # Tenants' budgets (reserve, commit, release) live on agent workers.
         deployment = config.get("deployment_config")
         versioned = deployment is not None and deployment.use_worker_versioning
         budget = VersionedTenantBudget if versioned else TenantBudget
         # Streamed turns write their text to a live channel on the agent's queue.
         config["workflows"] = [*config.get("workflows", ()), budget, LiveChannel]
-        if serves_memory:
-            # Clients reach memory through this workflow (see MemoryAdmin). A worker
-            # whose agents only archive transcripts leaves that to one that has memory.
-            config["workflows"] = [*config.get("workflows", ()), MemoryAdmin]
+        config["workflows"] = [*config.get("workflows", ()), MemoryAdmin]
         config["activities"] = activities
         # Only replace Temporal's default: a value the user passed to Worker() wins.
         current = config.get("sticky_queue_schedule_to_start_timeout")

@@ -46,10 +46,7 @@ __all__ = ["MEMORY_TIMEOUT", "START_MEMORY_WORKER", "MemoryClient"]
 MEMORY_TIMEOUT = 30.0
 """Seconds an operation may take once a worker has taken it (then it is terminated)."""
 
-START_MEMORY_WORKER = (
-    "start a worker of an agent with memory (AgentConfig.memory_namespace) on it, "
-    "e.g. `smyth worker module:Class`"
-)
+START_MEMORY_WORKER = "start a smyth worker on it, e.g. `smyth worker module:Class`"
 """What to do when no worker can do a memory operation."""
 
 
@@ -57,12 +54,13 @@ class MemoryClient:
     """Memory operations for people and scripts, run on the agents' workers.
 
     Get one from ``AgentClient.memory``. Each call runs one short workflow on the
-    agents' task queue, so it needs a worker of an agent with memory, and it leaves an
-    audit record in history. A call ends with a ``ClientError`` that says why when no
-    such worker does the operation.
+    agents' task queue, which any smyth worker of the queue serves (whatever agents it
+    hosts), and it leaves an audit record in history. A call ends with a
+    ``ClientError`` that says why when no such worker does the operation.
 
     Added in 0.1.0; changed in 0.3.0: built from a Temporal client and a task queue,
-    and it ends operations no worker does.
+    and it ends operations no worker does. Changed in 0.9.0: any smyth worker serves
+    it, not only one that hosts an agent with memory.
     """
 
     def __init__(
@@ -82,7 +80,7 @@ class MemoryClient:
             timeout: Seconds an operation may take once taken (default:
                 ``MEMORY_TIMEOUT``).
             pickup_timeout: Seconds for a worker to take it, when several poll the
-                queue and some may lack memory.
+                queue and some may lack memory (another program's, an older release's).
             identity: Whose memory: with an API key's principal, its tenant only (a
                 tenant argument naming another is refused) and its role (forgetting
                 needs admin). Added in 0.4.0.
@@ -216,7 +214,7 @@ class MemoryClient:
             else:
                 reason = (
                     f"no worker took the memory operation within {self.pickup_timeout:g}s on "
-                    f"task queue {queue!r}; is a worker of an agent with memory running?"
+                    f"task queue {queue!r}; is a smyth worker running?"
                 )
             await terminate_quietly(handle, reason)
             raise ClientError(reason)

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowExecutionStatus
+from temporalio import workflow
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker as TemporalWorker
 
 from smyth_temporal.agent.memory_admin import MEMORY_ADMIN_WORKFLOW
 from smyth_temporal.cli import main as cli
@@ -338,35 +340,39 @@ def test_no_worker_on_the_task_queue(address: str, tmp_path: Path) -> None:
         assert_one_error_line(
             outcome,
             f"no worker polls task queue '{nobody.task_queue}' (namespace 'default' at "
-            f"{address}); memory lives on the workers: start a worker of an agent with memory",
+            f"{address}); memory lives on the workers: start a smyth worker on it",
         )
+
+
+@workflow.defn(name="tests.NotSmyth", sandboxed=False)
+class NotSmyth:
+    """A workflow of some other program that shares the agents' task queue."""
+
+    @workflow.run
+    async def run(self) -> None:
+        return None
 
 
 async def test_a_worker_without_memory_is_named_and_nothing_is_left_running(
     env: WorkflowEnvironment, address: str, tmp_path: Path
 ) -> None:
-    process, trader = start_worker(
-        address,
-        tmp_path,
-        ["tests.helpers.approval_agents:Trader"],
-        "tests.helpers.cli_models:trader",
-        {},
-    )
-    try:
+    # Every smyth worker serves memory; the worker that lacks it is another program's
+    # (or one of an older smyth release), polling the same queue without the plugin.
+    plain = await Client.connect(address)
+    queue = new_task_queue("smyth-cli-memory-plain")
+    nobody = Worker(address, queue, tmp_path / "plain.log")
+    async with TemporalWorker(plain, task_queue=queue, workflows=[NotSmyth]):
         started = time.monotonic()
-        outcome = await asyncio.to_thread(trader.smyth, "memory", "list", *MEMORY)
+        outcome = await asyncio.to_thread(nobody.smyth, "memory", "list", *MEMORY)
         elapsed = time.monotonic() - started
-    finally:
-        stop_process(process)
     assert_one_error_line(
         outcome,
-        f"no worker on task queue '{trader.task_queue}' has memory; start a worker of an "
-        "agent with memory (AgentConfig.memory_namespace) on it",
+        f"no worker on task queue '{queue}' has memory; start a smyth worker on it",
     )
     # The only worker failing the task is final: no waiting for PICKUP_TIMEOUT.
     assert elapsed < PICKUP_TIMEOUT, elapsed
     # The admin workflow was terminated, not left for Temporal to retry forever.
-    await assert_admin_runs_terminated(env, trader.task_queue, count=1)
+    await assert_admin_runs_terminated(env, queue, count=1)
 
 
 async def test_a_worker_that_cannot_reach_its_store_times_out_with_the_error(

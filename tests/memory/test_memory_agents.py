@@ -16,6 +16,7 @@ from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.memory._store import StoredPoint
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from tests.helpers.agents import Analyst
 from tests.helpers.memory_agents import Archivist, Researcher, Reviewer
 
 
@@ -221,3 +222,28 @@ async def test_concurrent_writers_in_a_shared_namespace_lose_nothing(
     assert undone == 2
     assert stored[0].id not in {r.id for r in after}
     assert len(after) == 2 * len(facts) - 2
+
+
+async def test_any_worker_of_the_queue_serves_memory_search(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    memory_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One run of a memory agent writes a fact; then the queue's only worker hosts an
+    # agent without memory, and searching and listing still work through it (before,
+    # they waited for a worker that also hosted a memory agent, so an application
+    # needed two workers and two gateways for its two kinds of agents). Both workers
+    # take the default memory from the settings, as `smyth worker` does.
+    monkeypatch.setenv("SMYTH_MEMORY_PATH", str(memory_path))
+    learn = ScriptedModel([tool_call("remember", text="GLOBEX moved to Austin"), reply("Noted.")])
+    async with agent_worker(client, Researcher, model=learn, task_queue=task_queue):
+        await agents.run(Researcher, AgentInput(prompt="Note GLOBEX's move.", tenant="t9"))
+
+    async with agent_worker(client, Analyst, model=ScriptedModel([]), task_queue=task_queue):
+        hits = await agents.memory.search("Where is GLOBEX?", tenant="t9", namespace="research")
+        facts = await agents.memory.list_memories(tenant="t9", namespace="research", kinds=["fact"])
+
+    assert [hit.record.text for hit in hits][:1] == ["GLOBEX moved to Austin"]
+    assert [record.text for record in facts] == ["GLOBEX moved to Austin"]
