@@ -17,6 +17,7 @@ from smyth_temporal.security import Principal
 from smyth_temporal.storage import ContentAddressedFileDriver
 from smyth_temporal.testing import ReplayModel, ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import ModelRequest, ModelResponse
+from smyth_temporal.types.sessions import session_workflow_id
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.agents import PRICES, Analyst
@@ -253,3 +254,26 @@ async def test_a_viewer_or_another_tenant_cannot_fork_a_run_and_nothing_starts(
     )
     # The fork belongs to the caller's tenant and names the caller's key as its starter.
     assert (input.tenant, input.started_by) == ("acme", "acme-ops")
+
+
+async def test_a_session_idle_after_its_last_step_forks_into_a_session_that_goes_on(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = ScriptedModel([reply("Hello."), reply("Hello again.")])
+    forked_id = session_workflow_id("Analyst", "default", "forked")
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        first = await agents.send(Analyst, "original", "Hi")
+        assert first is not None and first.text == "Hello."
+        original_id = session_workflow_id("Analyst", "default", "original")
+        # The session waits for its next message: step 1 is its last, read once replayed.
+        await agents.fork(original_id, at_step=1, id=forked_id)
+        again = await agents.send(Analyst, "forked", "Hi again")
+        state = await agents.state(forked_id)
+
+    assert again is not None and again.text == "Hello again."
+    assert [r.step for r in model.requests] == [1, 2]  # the fork's one turn: step 2
+    assert [m.content for m in model.requests[1].messages if m.role == "user"] == [
+        "Hi",
+        "Hi again",
+    ]
+    assert state.step == 2 and state.fork_of is not None
