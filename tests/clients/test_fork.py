@@ -137,6 +137,8 @@ async def test_smyth_fork_goes_on_with_another_model_and_refuses_a_step_beyond_t
         fork = await agents.result("cli-fork")
         beyond = ["fork", handle.id, "--at-step", "3", agent, "--id", "cli-fork-beyond"]
         refused = await asyncio.to_thread(run_smyth, *beyond, env=env)
+        classless = ["fork", handle.id, "--at-step", "1", "--id", "cli-fork-classless"]
+        unknown = await asyncio.to_thread(run_smyth, *classless, env=env)
 
     assert fork.output == "ACME is up." and fork.steps == 2
     assert [(r.step, r.model) for r in model.requests] == [
@@ -145,8 +147,10 @@ async def test_smyth_fork_goes_on_with_another_model_and_refuses_a_step_beyond_t
         (2, "other-model"),  # the fork's only turn
     ]
     assert_one_error_line(refused, "has taken 2 steps; it cannot be forked at step 3")
-    with pytest.raises(Exception, match="not found"):
-        await client.get_workflow_handle("cli-fork-beyond").describe()
+    assert_one_error_line(unknown, "agent 'Analyst' is not imported here")
+    for refused_id in ("cli-fork-beyond", "cli-fork-classless"):
+        with pytest.raises(Exception, match="not found"):
+            await client.get_workflow_handle(refused_id).describe()
 
 
 async def test_a_run_waiting_for_an_approval_forks_before_the_step_not_in_it(
