@@ -53,6 +53,7 @@ from temporalio.worker import (
 from smyth_temporal._names import workflow_type_name
 from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.clients._base import agent_name
+from smyth_temporal.clients._nondeterminism import describe_replay_failure
 from smyth_temporal.exceptions import AgentNotFoundError, ForkError, UnknownAgentError
 from smyth_temporal.types.agent import AgentCheckpoint, AgentInput, AgentResult, ForkOrigin
 from smyth_temporal.types.messages import Message
@@ -265,12 +266,19 @@ async def _replay(
         workflow_runner=UnsandboxedWorkflowRunner(),
         runtime=_quiet_runtime(),
     )
-    await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if capture.checkpoint is not None:
         return capture.checkpoint
     replayed = capture.agent
     if replayed is None:
         raise ForkError(f"{history.workflow_id!r} is not an agent run of {agent_name(agent)}")
+    if result.replay_failure is not None:
+        # The code no longer takes the recorded steps: its state would not be the run's.
+        reason = describe_replay_failure(result.replay_failure, history)
+        raise ForkError(
+            f"the history of {history.workflow_id!r} does not replay with this code of "
+            f"{agent_name(agent)}: {reason}"
+        )
     conversation = replayed.conversation
     if conversation.step < step:
         raise ForkError(

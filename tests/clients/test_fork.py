@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import workflow
 from temporalio.client import Client
 
-from smyth_temporal import AccessDeniedError, AgentClient, AgentInput, AgentNotFoundError
+from smyth_temporal import (
+    AccessDeniedError,
+    AgentClient,
+    AgentInput,
+    AgentNotFoundError,
+    AgentResult,
+    AgentWorkflow,
+)
 from smyth_temporal.clients._fork import fork_point
 from smyth_temporal.exceptions import ForkError
 from smyth_temporal.security import Principal
@@ -281,3 +290,27 @@ async def test_a_session_idle_after_its_last_step_forks_into_a_session_that_goes
         "Hi again",
     ]
     assert state.step == 2 and state.fork_of is not None
+
+
+@workflow.defn(name="Analyst")
+class ShortenedAnalyst(AgentWorkflow):
+    """Analyst's type with code that stops after one step: its runs do not replay."""
+
+    config = dataclasses.replace(Analyst.config, max_steps=1)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+async def test_a_fork_with_code_that_does_not_replay_the_run_says_so_and_starts_nothing(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "How is ACME doing?")
+        await agents.result(handle.id)
+    with pytest.raises(ForkError, match="does not replay with this code of Analyst"):
+        await agents.fork(handle.id, at_step=2, agent=ShortenedAnalyst, id="fork-changed")
+    with pytest.raises(Exception, match="not found"):
+        await client.get_workflow_handle("fork-changed").describe()
