@@ -4,13 +4,18 @@ From the repository root::
 
     .venv/bin/python -m bench.anthropic_cache [--turns 50]
 
-One dev server, one worker in this process, ``testing.FakeAnthropicServer`` as the
-Messages API (its cache follows the API's documented rule; tokens are chars/4). The
-agent (``ClaudeAnalyst``, model ``anthropic:claude-test``, long instructions, one tool)
-makes ``turns - 1`` tool calls (each with a signed thinking block) and then answers.
-It runs twice: with ``AnthropicProvider``'s cache breakpoints, and with
+One dev server per run, one worker in this process, ``testing.FakeAnthropicServer`` as
+the Messages API (its cache follows the API's documented rule; tokens are chars/4).
+Each agent (model ``anthropic:claude-test``, long instructions, one tool) makes
+``turns - 1`` tool calls (each with a signed thinking block) and then answers:
+
+- ``ClaudeAnalyst``: one run, no compaction.
+- ``ClaudeLongRunner``: compacts beyond 2,400 prompt tokens (the agent's own estimate)
+  and continues as new every 25 turns (summary calls are answered, and counted).
+
+Each runs twice: with ``AnthropicProvider``'s cache breakpoints, and with
 ``caching=False`` (the baseline: every prompt paid in full). Prints, for each run, the
-input tokens, the cache-read share of input tokens after the first turn, and the cost
+input tokens, the cache-read share of input tokens after the first call, and the cost
 at Claude Sonnet's list prices (per million: input 3, cache read 0.30, cache write
 3.75, output 15), and the cost with caching over the cost without.
 """
@@ -20,11 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import uuid
+from typing import Any
 
-from smyth_temporal import AgentClient
+from smyth_temporal import AgentClient, AgentWorkflow
 from smyth_temporal._logging import configure_logging
 from smyth_temporal.models import AnthropicProvider, ProviderPrefixes
 from smyth_temporal.testing import (
+    AnthropicTurn,
     CacheReport,
     FakeAnthropicServer,
     agent_worker,
@@ -33,41 +40,58 @@ from smyth_temporal.testing import (
 )
 from smyth_temporal.types.budget import Price
 from smyth_temporal.types.messages import Usage
-from tests.helpers.anthropic_agents import ClaudeAnalyst
+from tests.helpers.anthropic_agents import ClaudeAnalyst, ClaudeLongRunner
 
 SONNET = Price(input=3.0, cached_input=0.30, cache_write=3.75, output=15.0)
 SYMBOLS = ["ACME", "GLOBEX", "INITECH"]
 
 
-async def run(turns: int, *, caching: bool) -> list[CacheReport]:
-    """The fake's usage reports for one run of the agent."""
-    async with FakeAnthropicServer() as fake:
-        fake.enqueue(
-            *(
-                anthropic_turn(
-                    f"Checking {SYMBOLS[i % 3]}.",
-                    [(f"toolu_{i}", "get_quote", {"symbol": SYMBOLS[i % 3]})],
-                    thinking=f"Turn {i}: the next quote I need is {SYMBOLS[i % 3]}.",
-                )
-                for i in range(turns - 1)
-            ),
-            anthropic_turn("All quotes checked."),
+class Script:
+    """Answers the agent's turns in order, and any summary call (it has no tools)."""
+
+    def __init__(self, turns: int) -> None:
+        self.turns = turns
+        self.played = 0
+        self.summaries = 0
+
+    def __call__(self, body: dict[str, Any]) -> AnthropicTurn:
+        if not body.get("tools"):
+            self.summaries += 1
+            return anthropic_turn(f"Summary {self.summaries}: the quotes so far were fine.")
+        i, self.played = self.played, self.played + 1
+        if i >= self.turns - 1:
+            return anthropic_turn("All quotes checked.")
+        symbol = SYMBOLS[i % 3]
+        return anthropic_turn(
+            f"Checking {symbol}.",
+            [(f"toolu_{i}", "get_quote", {"symbol": symbol})],
+            thinking=f"Turn {i}: the next quote I need is {symbol}.",
         )
+
+
+async def run(
+    turns: int, *, caching: bool, agent: type[AgentWorkflow]
+) -> tuple[list[CacheReport], int, int]:
+    """The fake's usage reports for one run of ``agent``, its summary calls and runs."""
+    script = Script(turns)
+    async with FakeAnthropicServer(respond=script) as fake:
         provider = AnthropicProvider(base_url=fake.base_url, api_key="bench", caching=caching)
         routes = ProviderPrefixes(provider, {"anthropic": provider})
         env = await start_dev_environment()
         async with env:
             task_queue = f"bench-cache-{uuid.uuid4().hex[:6]}"
             agents = AgentClient(env.client, task_queue=task_queue)
-            async with agent_worker(env.client, ClaudeAnalyst, model=routes, task_queue=task_queue):
-                result = await agents.run(ClaudeAnalyst, "Check the quotes, one per turn.")
+            async with agent_worker(env.client, agent, model=routes, task_queue=task_queue):
+                run_id = f"bench-cache-{uuid.uuid4().hex[:8]}"
+                result = await agents.run(agent, "Check the quotes, one per turn.", id=run_id)
+                count = await env.client.count_workflows(f"WorkflowId = '{run_id}'")
         if result.status != "completed":
             raise SystemExit(f"the agent ended {result.status}: {result.output}")
-        return fake.reports
+        return fake.reports, script.summaries, count.count
 
 
 def summary(reports: list[CacheReport]) -> tuple[int, float, float]:
-    """Input tokens, cache-read share after the first turn, cost at Sonnet's prices."""
+    """Input tokens, cache-read share after the first call, cost at Sonnet's prices."""
     later = reports[1:]
     share = sum(r.cache_read_input_tokens for r in later) / sum(r.prompt_tokens for r in later)
     cost = sum(
@@ -89,14 +113,20 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=50)
     args = parser.parse_args()
     configure_logging("warning")
-    cached = summary(await run(args.turns, caching=True))
-    plain = summary(await run(args.turns, caching=False))
-    for name, (tokens, share, cost) in [("caching", cached), ("no caching", plain)]:
+    for agent in (ClaudeAnalyst, ClaudeLongRunner):
+        cached_reports, summaries, runs = await run(args.turns, caching=True, agent=agent)
+        plain_reports, _, _ = await run(args.turns, caching=False, agent=agent)
+        cached, plain = summary(cached_reports), summary(plain_reports)
         print(
-            f"{name:>10}: {tokens} input tokens, cache-read share after turn 1 {share:.3f}, "
-            f"cost ${cost:.4f}"
+            f"{agent.__name__} ({len(cached_reports)} calls, {summaries} summary calls, "
+            f"{runs} workflow runs):"
         )
-    print(f"cost with caching / without: {cached[2] / plain[2]:.3f}x")
+        for name, (tokens, share, cost) in [("caching", cached), ("no caching", plain)]:
+            print(
+                f"  {name:>10}: {tokens} input tokens, cache-read share after the first call "
+                f"{share:.3f}, cost ${cost:.4f}"
+            )
+        print(f"  cost with caching / without: {cached[2] / plain[2]:.3f}x")
 
 
 if __name__ == "__main__":

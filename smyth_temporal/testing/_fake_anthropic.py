@@ -40,7 +40,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -131,9 +131,22 @@ class FakeAnthropicServer:
     scripted turn left it answers 500, so an under-scripted test fails readably.
     """
 
-    def __init__(self, *, context_window: int | None = None) -> None:
-        """A server; ``context_window`` refuses longer prompts as the API does."""
+    def __init__(
+        self,
+        *,
+        context_window: int | None = None,
+        respond: Callable[[dict[str, Any]], AnthropicTurn] | None = None,
+    ) -> None:
+        """A server.
+
+        Args:
+            context_window: Refuse longer prompts, as the API does.
+            respond: Answers a request (its JSON body) when no scripted turn is left,
+                for runs whose requests are not known in advance (a compaction's
+                summary call comes between two turns).
+        """
         self.context_window = context_window
+        self._respond = respond
         self._lock = threading.Lock()
         self._queue: collections.deque[AnthropicTurn] = collections.deque()
         self._requests: list[RecordedRequest] = []
@@ -219,6 +232,8 @@ class FakeAnthropicServer:
             return _error(400, "invalid_request_error", too_long)
         with self._lock:
             turn = self._queue.popleft() if self._queue else None
+        if turn is None and self._respond is not None:
+            turn = self._respond(body)
         if turn is None:
             return _error(500, "api_error", "fake Anthropic server has no scripted turn left")
         if turn.error is not None:

@@ -23,3 +23,22 @@ class ClaudeAnalyst(AgentWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
+
+
+@workflow.defn
+class ClaudeLongRunner(AgentWorkflow):
+    """``ClaudeAnalyst`` for long runs: compacts beyond 2,400 tokens, continues as new
+    every 25 turns."""
+
+    config = AgentConfig(
+        model="anthropic:claude-test",
+        instructions=RESEARCH,
+        tools=[get_quote],
+        max_steps=200,
+        context_budget=2_400,
+        continue_as_new_after_steps=25,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
