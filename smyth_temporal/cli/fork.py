@@ -62,10 +62,21 @@ def fork(
         str | None,
         typer.Option("--id", parser=non_empty, metavar="NEW_ID", help="the fork's workflow id"),
     ] = None,
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session",
+            parser=non_empty,
+            metavar="SESSION_ID",
+            help="fork a session into this session (smyth send reaches it); instead of --id",
+        ),
+    ] = None,
 ) -> None:
     """Fork an agent run at a step."""
+    if new_id and session:
+        raise typer.BadParameter("give --id or --session, not both")
     cls = load_agent(agent) if agent else None
-    run(_fork(options, workflow_id, at_step, cls, prompt, model, new_id))
+    run(_fork(options, workflow_id, at_step, cls, prompt, model, new_id, session))
 
 
 async def _fork(
@@ -76,9 +87,16 @@ async def _fork(
     prompt: str | None,
     model: str | None,
     new_id: str | None,
+    session: str | None,
 ) -> None:
     agents = await AgentClient.connect(options.settings())
     handle = await agents.fork(
-        workflow_id, at_step=at_step, prompt=prompt, model=model, id=new_id, agent=cls
+        workflow_id,
+        at_step=at_step,
+        prompt=prompt,
+        model=model,
+        id=new_id,
+        session_id=session,
+        agent=cls,
     )
     print(handle.id)

@@ -59,6 +59,7 @@ from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import TERMINAL_STATUSES, AgentInput, AgentResult, AgentState
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.audit import AuditTrail
+from smyth_temporal.types.sessions import session_workflow_id
 
 __all__ = ["PROGRESS_INTERVAL", "AgentClient", "PendingApproval"]
 
@@ -236,6 +237,7 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         prompt: str | None = None,
         model: str | None = None,
         id: str | None = None,
+        session_id: str | None = None,
         agent: type[AgentWorkflow] | None = None,
         task_queue: str | None = None,
     ) -> WorkflowHandle[Any, AgentResult]:
@@ -253,6 +255,8 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
             prompt: Added as a user message before the fork's first turn.
             model: Run the fork's turns on this model.
             id: The fork's workflow id (default: ``<workflow_id>-fork-<random>``).
+            session_id: Fork a session into this session of the same agent and tenant
+                (``send`` reaches it by this id); instead of ``id``.
             agent: The agent's class, to replay its history (default: the imported
                 class of the run's workflow type).
             task_queue: Override the client's task queue.
@@ -264,12 +268,17 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
 
         Added in 0.9.0.
         """
+        if id is not None and session_id is not None:
+            raise ValueError("give the fork an id or a session_id, not both")
         await self.identity.owns(workflow_id, "operate")
         point = await fork_point(self.client, workflow_id, at_step, agent=agent)
         tenant = self.identity.tenant(point.input.tenant)
         update = {"tenant": tenant, "started_by": self.identity.by(None)}
         if model:
             update["model"] = model
+        if session_id is not None:
+            update["session_id"] = session_id
+            id = session_workflow_id(point.agent, tenant, session_id)
         input = point.input.model_copy(update=update)
         return await start_fork(
             self.client,

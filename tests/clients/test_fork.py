@@ -279,7 +279,8 @@ async def test_a_session_idle_after_its_last_step_forks_into_a_session_that_goes
         assert first is not None and first.text == "Hello."
         original_id = session_workflow_id("Analyst", "default", "original")
         # The session waits for its next message: step 1 is its last, read once replayed.
-        await agents.fork(original_id, at_step=1, id=forked_id)
+        fork = await agents.fork(original_id, at_step=1, session_id="forked")
+        assert fork.id == forked_id  # send() reaches it by its session id
         again = await agents.send(Analyst, "forked", "Hi again")
         state = await agents.state(forked_id)
 
@@ -289,7 +290,7 @@ async def test_a_session_idle_after_its_last_step_forks_into_a_session_that_goes
         "Hi",
         "Hi again",
     ]
-    assert state.step == 2 and state.fork_of is not None
+    assert state.step == 2 and state.fork_of is not None and state.session_id == "forked"
 
 
 @workflow.defn(name="Analyst")
