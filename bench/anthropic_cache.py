@@ -17,15 +17,21 @@ Each runs twice: with ``AnthropicProvider``'s cache breakpoints, and with
 ``caching=False`` (the baseline: every prompt paid in full). Prints, for each run, the
 input tokens, the cache-read share of input tokens after the first call, and the cost
 at Claude Sonnet's list prices (per million: input 3, cache read 0.30, cache write
-3.75, output 15), and the cost with caching over the cost without.
+3.75, output 15), and the cost with caching over the cost without. Then the
+provider's overhead: the median of one call through ``AnthropicProvider`` beside the
+bare SDK sending the same parameters, alternating, against the fake.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
+import time
 import uuid
 from typing import Any
+
+import anthropic
 
 from smyth_temporal import AgentClient, AgentWorkflow
 from smyth_temporal._logging import configure_logging
@@ -39,7 +45,8 @@ from smyth_temporal.testing import (
     start_dev_environment,
 )
 from smyth_temporal.types.budget import Price
-from smyth_temporal.types.messages import Usage
+from smyth_temporal.types.messages import Message, Usage
+from smyth_temporal.types.model import ModelRequest
 from tests.helpers.anthropic_agents import ClaudeAnalyst, ClaudeLongRunner
 
 SONNET = Price(input=3.0, cached_input=0.30, cache_write=3.75, output=15.0)
@@ -108,9 +115,41 @@ def summary(reports: list[CacheReport]) -> tuple[int, float, float]:
     return sum(r.prompt_tokens for r in reports), share, cost
 
 
+async def overhead(rounds: int) -> tuple[float, float]:
+    """Median seconds of one call through ``AnthropicProvider`` and through the bare SDK.
+
+    The same request each time (a 20-message conversation with a tool), alternating,
+    against the fake; the bare SDK call gets the parameters the provider would send.
+    """
+    turn = anthropic_turn("ACME is at 101.5.")
+    async with FakeAnthropicServer(respond=lambda _: turn) as fake:
+        provider = AnthropicProvider(base_url=fake.base_url, api_key="bench")
+        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key="bench", max_retries=0)
+        request = ModelRequest(
+            model="claude-test",
+            messages=[
+                Message.system("You analyse markets. " * 40),
+                *(Message.user(f"Question {i}: how is ACME?") for i in range(20)),
+            ],
+            tools=[{"type": "function", "function": {"name": "get_quote", "parameters": {}}}],
+        )
+        params = provider.params(request)
+        ours: list[float] = []
+        bare: list[float] = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await provider.complete(request)
+            ours.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            await client.messages.create(**params)
+            bare.append(time.perf_counter() - started)
+        return statistics.median(ours), statistics.median(bare)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--overhead-rounds", type=int, default=300)
     args = parser.parse_args()
     configure_logging("warning")
     for agent in (ClaudeAnalyst, ClaudeLongRunner):
@@ -127,6 +166,11 @@ async def main() -> None:
                 f"{share:.3f}, cost ${cost:.4f}"
             )
         print(f"  cost with caching / without: {cached[2] / plain[2]:.3f}x")
+    ours, bare = await overhead(args.overhead_rounds)
+    print(
+        f"per call, median of {args.overhead_rounds}: AnthropicProvider {ours * 1000:.2f} ms, "
+        f"bare SDK {bare * 1000:.2f} ms, {ours / bare:.3f}x"
+    )
 
 
 if __name__ == "__main__":
