@@ -19,7 +19,6 @@ from smyth_temporal.testing import (
     anthropic_error,
     anthropic_turn,
 )
-from smyth_temporal.testing._fake_anthropic import _prompt_blocks
 from smyth_temporal.types.budget import Price
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse
@@ -225,19 +224,16 @@ async def test_a_compaction_summary_is_a_breakpoint_that_later_steps_read(
     marked = [b["text"] for b in opening["content"] if "cache_control" in b]
     assert marked == ["[system] Summary: ACME was 40, then 41.", "And now?"]
 
-    fake.enqueue(anthropic_turn("41."), anthropic_turn("42."))
+    fake.enqueue(anthropic_turn("41."), anthropic_turn("42."), anthropic_turn("43."))
     first = await provider.complete(ModelRequest(model="m", messages=compacted))
-    # A later step whose last turn differs from the first's reads up to the summary.
+    # A later step whose last turn differs from the first's reads up to the summary:
     later = [*compacted[:3], Message.user("Any news?")]
     second = await provider.complete(ModelRequest(model="m", messages=later))
-    prefix = sum(
-        tokens
-        for _, tokens, _ in _prompt_blocks(
-            provider.params(ModelRequest(model="m", messages=compacted[:3]))
-        )
-    )
+    # ... exactly the prompt that ends with the summary, all of it cached.
+    prefix = await provider.complete(ModelRequest(model="m", messages=compacted[:3]))
     assert first.usage.cached_tokens == 0
-    assert second.usage.cached_tokens == prefix > 0
+    assert prefix.usage.cached_tokens == prefix.usage.input_tokens
+    assert second.usage.cached_tokens == prefix.usage.input_tokens
 
 
 class Recording:
