@@ -116,6 +116,14 @@ class Usage(BaseModel):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    @property
+    def cache_read_share(self) -> float:
+        """The share of input tokens served from the prompt cache (0 without input).
+
+        Added in 0.10.0.
+        """
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             requests=self.requests + other.requests,

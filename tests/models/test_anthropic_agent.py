@@ -87,6 +87,7 @@ async def test_after_the_first_turn_most_input_tokens_are_cache_reads(
     assert usage.cached_tokens == sum(r.cache_read_input_tokens for r in reports)
     assert usage.cache_write_tokens == sum(r.cache_creation_input_tokens for r in reports)
     assert usage.input_tokens == sum(r.prompt_tokens for r in reports)
+    assert usage.cache_read_share == usage.cached_tokens / usage.input_tokens
 
 
 async def test_a_rate_limited_call_waits_its_retry_after_then_succeeds(

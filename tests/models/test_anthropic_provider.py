@@ -285,3 +285,8 @@ def test_without_the_extra_the_import_names_the_install_command() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'smyth-temporal[anthropic]'" in out.stdout
+
+
+def test_the_cache_read_share_of_a_usage() -> None:
+    assert Usage(input_tokens=1000, cached_tokens=800).cache_read_share == 0.8
+    assert Usage().cache_read_share == 0.0
