@@ -41,6 +41,7 @@ from smyth_temporal.models._errors import (
     is_retryable_status,
     to_application_error,
 )
+from smyth_temporal.models._openai import _MASKED_PLAIN_KEY_LENGTH
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, _final_answer
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
@@ -108,7 +109,8 @@ class AnthropicProvider:
         Args:
             base_url: The endpoint (default: ``ANTHROPIC_BASE_URL``, else Anthropic's API).
             api_key: The key, or ``secret("NAME")`` resolved on the worker with
-                ``secrets`` (default: ``ANTHROPIC_API_KEY``). Masked in logs.
+                ``secrets`` (default: ``ANTHROPIC_API_KEY``). Masked in logs (a plain
+                key from 12 characters: shorter ones are test placeholders).
             timeout: Seconds per HTTP request.
             client: A ready client, e.g. ``AsyncAnthropicBedrock`` or
                 ``AsyncAnthropicVertex`` (its retry setting is left as the caller made it).
@@ -129,7 +131,7 @@ class AnthropicProvider:
             else:
                 found = endpoint.anthropic_api_key
                 key = api_key or (found.get_secret_value() if found is not None else None)
-                if key:
+                if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
                     register_secret("ANTHROPIC_API_KEY", key)
             if not key:
                 raise ConfigurationError(

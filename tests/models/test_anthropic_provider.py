@@ -290,3 +290,18 @@ def test_without_the_extra_the_import_names_the_install_command() -> None:
 def test_the_cache_read_share_of_a_usage() -> None:
     assert Usage(input_tokens=1000, cached_tokens=800).cache_read_share == 0.8
     assert Usage().cache_read_share == 0.0
+
+
+async def test_a_real_key_quoted_in_an_error_is_masked_and_a_short_placeholder_is_not(
+    fake: FakeAnthropicServer,
+) -> None:
+    key = "sk-ant-api03-abcdefghijklmnop"
+    messages = []
+    for given in (key, "bench"):
+        provider = AnthropicProvider(base_url=fake.base_url, api_key=given)
+        fake.enqueue(anthropic_error(401, "authentication_error", f"invalid x-api-key {given}"))
+        with pytest.raises(ApplicationError) as raised:
+            await provider.complete(request())
+        messages.append(str(raised.value))
+    assert key not in messages[0] and "abcdefghijklmnop" not in messages[0]
+    assert messages[1].endswith("invalid x-api-key bench")
