@@ -7,6 +7,12 @@ A TOML (or JSON) file, one table per model name or glob, prices per million toke
 input = 0.15
 cached_input = 0.075
 output = 0.60
+
+["anthropic:claude-sonnet-4-5*"]
+input = 3.0
+cached_input = 0.30   # cache reads
+cache_write = 3.75    # cache writes (1.25x input; 2x with the 1-hour TTL)
+output = 15.0
 ```
 
 Models without a price cost nothing: no run or tenant budget stops them.
