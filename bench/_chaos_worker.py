@@ -27,7 +27,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench._chaos_agents import ChaosDesk, ChaosLong, ChaosStreamer, ChaosTrader
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import configure_logging
 from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.testing import ScriptedModel, reply, tool_call

@@ -40,8 +40,7 @@ from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 from bench._common import StepBench, percentile
 from bench._results import headline, write_json
 from bench.gateway import AGENT, ANSWER, MAX_TURNS, PROMPT, gateway_process, ms
-from smyth_temporal import AgentClient
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, configure_logging
 from smyth_temporal.testing import (
     ScriptedModel,
     agent_worker,

@@ -33,8 +33,7 @@ from typing import Any
 
 import anthropic
 
-from smyth_temporal import AgentClient, AgentWorkflow
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentWorkflow, configure_logging
 from smyth_temporal.models import AnthropicProvider, ProviderPrefixes
 from smyth_temporal.testing import (
     AnthropicTurn,

@@ -34,8 +34,7 @@ from temporalio.worker import Worker
 from bench._common import percentile
 from bench._policy_agents import PLAIN_RELEASE_ACTIVITY, STARTS, PlainQuorum, QuorumBench
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.testing import ScriptedModel, reply, start_dev_environment, tool_call
 
 

@@ -61,8 +61,7 @@ from temporalio.service import RPCError
 from bench._chaos_agents import ChaosDesk, ChaosLong, ChaosStreamer, ChaosTrader
 from bench._chaos_worker import STREAMED_WORDS
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.devserver import DevServer
 from smyth_temporal.exceptions import AgentFailedError, InvalidDecisionError
 from smyth_temporal.testing import new_task_queue

@@ -31,8 +31,7 @@ from temporalio.worker import Worker
 
 from bench._common import free_port, percentile
 from bench.history_bytes import HistoryBench, PagingModel
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal._payloads import payloads_in
 from smyth_temporal.codec_server import PayloadTranslator, create_codec_app
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key

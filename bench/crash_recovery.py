@@ -52,8 +52,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from bench._plain_worker import PlainRecovery, spawn_plain_worker
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, configure_logging
 from smyth_temporal.testing import new_task_queue, start_dev_environment
 from tests.helpers.agents import read_ledger
 from tests.helpers.worker_process import RecoveryProbe, WorkerProcess, spawn_worker

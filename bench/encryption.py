@@ -28,8 +28,7 @@ from temporalio.worker import Worker
 
 from bench._common import BENCH_STEPS, StepBench, percentile, summary_ms
 from bench._timing import TimedModel, one_run
-from smyth_temporal import AgentClient, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, SmythPlugin, configure_logging
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.testing import (
     new_task_queue,

@@ -47,8 +47,7 @@ from temporalio.client import Client
 from bench._common import StepBench, free_port, percentile
 from bench._results import headline, write_json
 from bench.streaming import text
-from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, configure_logging
 from smyth_temporal.gateway import KeyStore
 from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
 from smyth_temporal.testing import (

@@ -50,8 +50,14 @@ from temporalio.client import Client, PayloadLimitsConfig
 from temporalio.converter import ExternalStorage
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import (
+    AgentConfig,
+    AgentInput,
+    AgentResult,
+    AgentWorkflow,
+    configure_logging,
+    tool,
+)
 
 # A workflow is defined below, so the sandbox re-imports this module: its worker-side
 # imports are passed through as is.

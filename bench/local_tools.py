@@ -20,8 +20,7 @@ import sys
 import time
 
 from bench._common import BENCH_STEPS, LocalStepBench, StepBench, summary_ms
-from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, configure_logging
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     agent_worker,

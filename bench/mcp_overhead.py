@@ -40,7 +40,7 @@ from smyth_temporal import AgentClient, AgentConfig, AgentInput, AgentResult, Ag
 with workflow.unsafe.imports_passed_through():
     from bench._plain_worker import STEP_CALLS, PlainSteps, plain_model
     from bench._results import headline, write_json
-    from smyth_temporal._logging import configure_logging
+    from smyth_temporal import configure_logging
     from smyth_temporal.mcp import HttpServer, MCPServerConfig, StdioServer
     from smyth_temporal.models import ModelRequest, ModelResponse
     from smyth_temporal.testing import (

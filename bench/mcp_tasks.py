@@ -43,8 +43,7 @@ from mcp.types import (
 
 from bench._common import StepBench, percentile
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, configure_logging
 from smyth_temporal.mcp_server import agents_mcp_server
 from smyth_temporal.testing import (
     ScriptedModel,

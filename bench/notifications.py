@@ -44,8 +44,7 @@ from temporalio.worker import Worker
 from bench._common import percentile
 from bench._notify_agents import PLAIN_NOTIFY_ACTIVITY, NotifyBench, PlainNotify
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.notifications import Notifications
 from smyth_temporal.testing import ScriptedModel, start_dev_environment, tool_call
 

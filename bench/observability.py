@@ -33,8 +33,7 @@ from temporalio.worker import Worker
 
 from bench._common import BENCH_STEPS, StepBench, free_port, summary_ms
 from bench._timing import TimedModel, one_run
-from smyth_temporal import AgentClient, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, SmythPlugin, configure_logging
 from smyth_temporal.observability import prometheus_runtime
 from smyth_temporal.testing import (
     new_task_queue,

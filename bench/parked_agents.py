@@ -57,8 +57,7 @@ from temporalio.client import Client
 from bench._plain_bookkeeping import PlainBookkeeper
 from bench._plain_worker import PlainWaiter, spawn_plain_worker
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, configure_logging
 from smyth_temporal.testing import new_task_queue, start_dev_environment
 from tests.helpers.agents import read_ledger
 from tests.helpers.trader import Trader

@@ -26,8 +26,7 @@ from temporalio.client import Client
 
 from bench._common import StepBench
 from bench._results import headline, write_json
-from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, configure_logging
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import (
     agent_worker,

@@ -54,8 +54,7 @@ from bench._common import BENCH_STEPS, StepBench, summary_ms
 from bench._plain_worker import STEP_CALLS, PlainSteps, plain_model, plain_tool
 from bench._results import headline, write_json
 from bench._timing import TimedModel, one_run
-from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, configure_logging
 from smyth_temporal.testing import (
     agent_worker,
     new_task_queue,

@@ -52,8 +52,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from bench._common import echo, percentile
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, configure_logging
 
 # Workflows are defined below, so the sandbox re-imports this module: its worker-side
 # imports are passed through as is.

@@ -33,6 +33,7 @@ clients, the plugin and the settings load when first used.
 
 from typing import TYPE_CHECKING, Any
 
+from smyth_temporal._logging import configure_logging
 from smyth_temporal.agent import AgentConfig, AgentWorkflow
 from smyth_temporal.exceptions import (
     AccessDeniedError,
@@ -207,6 +208,7 @@ __all__ = [
     "UserError",
     "__version__",
     "a2a_agent",
+    "configure_logging",
     "secret",
     "tool",
     "tool_context",

@@ -34,9 +34,9 @@ from temporalio.worker import Replayer, Worker
 
 from bench._chaos_agents import ChaosTrader
 from smyth_temporal import AgentClient, InvalidDecisionError, SmythPlugin
-from smyth_temporal._logging import WorkflowLogger
 from smyth_temporal.activities import tool_activities
 from smyth_temporal.activities.model import ModelActivities
+from smyth_temporal.agent import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.approvals import (

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from smyth_temporal import AgentConfig, tool
-from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals, refusal
 from smyth_temporal.agent.compaction import Compactor
 from smyth_temporal.agent.conversation import Conversation, unique_call_ids

@@ -28,7 +28,7 @@ from smyth_temporal import (
     ConfigurationError,
     SmythPlugin,
 )
-from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.config import DEFAULT_MAX_TOOL_CALLS_PER_TURN
 from smyth_temporal.agent.conversation import assign_call_ids

@@ -74,6 +74,7 @@ def test_top_level_exports() -> None:
         "UserError",
         "__version__",
         "a2a_agent",
+        "configure_logging",
         "secret",
         "tool",
         "tool_context",

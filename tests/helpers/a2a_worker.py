@@ -17,7 +17,7 @@ import uuid
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import Client
 
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import configure_logging
 from smyth_temporal.clients import pollers
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call

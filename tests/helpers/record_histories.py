@@ -31,8 +31,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentClient, AgentInput, AgentWorkflow
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, AgentWorkflow, configure_logging
 from smyth_temporal.activities import tool_activities
 from smyth_temporal.activities.model import ModelActivities
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager

@@ -20,8 +20,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentClient, AgentInput, SmythPlugin
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.notifications import Notifications
 from smyth_temporal.testing import ScriptedModel, start_dev_environment, tool_call
 from tests.helpers.notify_agents import Payer

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent import WorkflowLogger
 from smyth_temporal.agent.config import AgentConfig
 from smyth_temporal.agent.conversation import Conversation
 from smyth_temporal.agent.interrupts import Interrupts

@@ -40,8 +40,7 @@ from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
-from smyth_temporal._logging import configure_logging
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, configure_logging
 from smyth_temporal.clients import pollers
 from smyth_temporal.tools import Tool, tool, tool_context
 

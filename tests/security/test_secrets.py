@@ -35,7 +35,7 @@ from smyth_temporal import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from smyth_temporal._logging import configure_logging
+    from smyth_temporal import configure_logging
     from smyth_temporal._redaction import (
         MAX_DEPTH,
         masked_cause,

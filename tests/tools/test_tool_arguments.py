@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentConfig, AgentInput, tool
-from smyth_temporal._logging import WorkflowLogger
+from smyth_temporal.agent import WorkflowLogger
 from smyth_temporal.agent.approvals import Approvals
 from smyth_temporal.agent.tooling import ToolRunner
 from smyth_temporal.exceptions import ToolArgumentsError
