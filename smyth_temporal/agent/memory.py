@@ -19,7 +19,7 @@ from smyth_temporal.agent._commands import call_memory
 from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolCallError, UserError
 from smyth_temporal.tools import Tool, ToolExecutor, tool
-from smyth_temporal.types.agent import AgentResult
+from smyth_temporal.types.agent import AgentResult, ForkOrigin
 from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_RECALL,
@@ -27,9 +27,11 @@ from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_SUPERSEDE,
     ForgetRequest,
     ForgetResult,
+    LineagePoint,
     MemoryHit,
     MemoryRecord,
     MemoryScope,
+    MemoryView,
     Provenance,
     RecallRequest,
     RememberRequest,
@@ -48,6 +50,8 @@ __all__ = [
     "memory_block",
 ]
 
+_FORK_MEMORY_PATCH = "smyth-fork-memory"
+"""Forks recorded before a fork had its own memory view read and wrote shared memory."""
 _EPISODE_RESULT_CHARS = 300
 _EPISODE_OUTPUT_CHARS = 2_000
 
@@ -167,6 +171,7 @@ class AgentMemory:
             include_expired=include_expired,
             include_superseded=include_superseded,
             now=workflow.now(),
+            view=self.view(),
         )
         hits: list[MemoryHit] = await call_memory(
             self._config, MEMORY_ACTIVITY_RECALL, request, list[MemoryHit], "recall"
@@ -267,11 +272,40 @@ class AgentMemory:
 
         return run_tool
 
+    def view(self) -> MemoryView | None:
+        """The run's memory view: ``None`` for an ordinary run, the lineage for a fork.
+
+        A fork reads what its ancestors had written up to the step it branched off and
+        writes to its own branch (its workflow id), which no run but its own forks sees.
+        """
+        origin = self._run.input.fork_of
+        # Only forks take the patch: ordinary histories stay free of the marker.
+        if origin is None or not workflow.patched(_FORK_MEMORY_PATCH):
+            return None
+        return MemoryView(branch=workflow.info().workflow_id, lineage=_lineage(origin))
+
     def _provenance(self) -> Provenance:
         info = workflow.info()
+        view = self.view()
         return Provenance(
             agent=info.workflow_type,
             workflow_id=info.workflow_id,
             run_id=info.run_id,
             step=self._conversation.step,
+            branch=view.branch if view else "",
         )
+
+
+def _lineage(origin: ForkOrigin) -> list[LineagePoint]:
+    """The ancestors of a fork, nearest first.
+
+    Each one's branch is its workflow id when it is a fork itself (it has a parent),
+    empty for the root.
+    """
+    lineage: list[LineagePoint] = []
+    point: ForkOrigin | None = origin
+    while point is not None:
+        branch = point.workflow_id if point.parent is not None else ""
+        lineage.append(LineagePoint(workflow_id=point.workflow_id, branch=branch, step=point.step))
+        point = point.parent
+    return lineage

@@ -245,7 +245,9 @@ async def fork_point(
         if step >= start or not previous:
             break
         run_id = previous  # the step was taken in an earlier run of the chain
-    origin = ForkOrigin(workflow_id=workflow_id, run_id=history.run_id, step=step)
+    origin = ForkOrigin(
+        workflow_id=workflow_id, run_id=history.run_id, step=step, parent=input.fork_of
+    )
     if input.checkpoint is not None and step == start:
         checkpoint = input.checkpoint.model_copy(update={"stream": None, "generation": 1})
         return ForkPoint(name, input, origin, checkpoint)

@@ -52,6 +52,7 @@ from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._store import (
     INDEXED_FIELDS,
     Condition,
+    IsEmpty,
     Match,
     MatchAny,
     MemoryStore,
@@ -352,15 +353,26 @@ def _to_edge_point(point: StoredPoint) -> qe.Point:
 
 
 def _to_edge_filter(filter: StoreFilter) -> qe.Filter | None:
-    if not filter.must and not filter.must_not:
+    if not filter.must and not filter.must_not and not filter.should:
         return None
+    return _to_edge_nested(filter)
+
+
+def _to_edge_nested(filter: StoreFilter) -> qe.Filter:
     return qe.Filter(
         must=[_to_edge_condition(c) for c in filter.must] or None,
         must_not=[_to_edge_condition(c) for c in filter.must_not] or None,
+        should=[_to_edge_condition(c) for c in filter.should] or None,
     )
 
 
-def _to_edge_condition(condition: Condition) -> qe.FieldCondition:
+def _to_edge_condition(
+    condition: Condition,
+) -> qe.FieldCondition | qe.IsEmptyCondition | qe.Filter:
+    if isinstance(condition, StoreFilter):
+        return _to_edge_nested(condition)
+    if isinstance(condition, IsEmpty):
+        return qe.IsEmptyCondition(condition.key)
     if isinstance(condition, Match):
         value = condition.value
         if isinstance(value, bool):

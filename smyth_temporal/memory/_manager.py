@@ -16,6 +16,7 @@ from smyth_temporal.memory._embed import Embedder
 from smyth_temporal.memory._store import (
     NEVER,
     Condition,
+    IsEmpty,
     Match,
     MatchAny,
     MemoryStore,
@@ -29,6 +30,7 @@ from smyth_temporal.types.memory import (
     MemoryHit,
     MemoryRecord,
     MemoryScope,
+    MemoryView,
     Provenance,
     ReadScope,
     RecallRequest,
@@ -38,7 +40,7 @@ from smyth_temporal.types.memory import (
     memory_id,
 )
 
-__all__ = ["MemoryManager"]
+__all__ = ["MemoryManager", "view_filter"]
 
 
 class MemoryManager:
@@ -86,7 +88,7 @@ class MemoryManager:
         wanted: dict[str, MemoryRecord] = {}
         for text in request.texts:
             record = MemoryRecord(
-                id=memory_id(request.scope, request.kind, text),
+                id=memory_id(request.scope, request.kind, text, request.provenance.branch),
                 text=text,
                 kind=request.kind,
                 scope=request.scope,
@@ -122,6 +124,7 @@ class MemoryManager:
             must.append(Range("expires_at_ts", gt=request.now.timestamp()))
         if not request.include_superseded:
             must.append(Match("superseded", False))
+        must.append(view_filter(request.view or MemoryView()))
         [vector] = await self.embedder.embed([request.query])
         found = await self.store.search(
             collection, vector, StoreFilter(must=tuple(must)), request.k
@@ -210,6 +213,31 @@ class MemoryManager:
         await self.store.close()
 
 
+def view_filter(view: MemoryView) -> StoreFilter:
+    """``MemoryView.sees`` as a store filter, so the store itself leaves the rest out.
+
+    Memories of ordinary runs carry no ``branch`` field (those written before branches
+    existed match the same way).
+    """
+    branches = tuple({view.branch, *(p.branch for p in view.lineage)} - {""})
+    seen: tuple[Condition, ...] = (IsEmpty("branch"),)
+    if branches:
+        seen += (MatchAny("branch", branches),)
+    hidden: list[Condition] = []
+    for point in view.lineage:
+        # The ancestor's later writes: what it learned after the fork step.
+        later = Range("step", gt=point.step)
+        if point.branch:
+            hidden.append(StoreFilter(must=(Match("branch", point.branch), later)))
+        else:
+            hidden.append(
+                StoreFilter(
+                    must=(IsEmpty("branch"), Match("workflow_id", point.workflow_id), later)
+                )
+            )
+    return StoreFilter(should=seen, must_not=tuple(hidden))
+
+
 def _scope_key(scope: MemoryScope) -> str:
     return f"{scope.tenant}\x1f{scope.namespace}"
 
@@ -247,6 +275,8 @@ def _to_payload(record: MemoryRecord) -> dict[str, Any]:
         "workflow_id": record.provenance.workflow_id,
         "run_id": record.provenance.run_id,
         "step": record.provenance.step,
+        # Only a fork's memories have a branch: the filter matches the rest by absence.
+        **({"branch": record.provenance.branch} if record.provenance.branch else {}),
         "created_at_ts": record.created_at.timestamp(),
         "expires_at_ts": record.expires_at.timestamp() if record.expires_at else NEVER,
         "superseded": record.superseded_by is not None,
@@ -268,6 +298,7 @@ def _to_record(point: StoredPoint) -> MemoryRecord:
             workflow_id=payload.get("workflow_id", ""),
             run_id=payload.get("run_id", ""),
             step=int(payload.get("step", 0)),
+            branch=str(payload.get("branch") or ""),
         ),
         created_at=datetime.fromtimestamp(float(payload["created_at_ts"]), UTC),
         expires_at=None if expires >= NEVER else datetime.fromtimestamp(expires, UTC),

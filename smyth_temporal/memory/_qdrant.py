@@ -17,6 +17,7 @@ from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.memory._store import (
     INDEXED_FIELDS,
     Condition,
+    IsEmpty,
     Match,
     MatchAny,
     MemoryStore,
@@ -225,15 +226,26 @@ def _to_point_struct(point: StoredPoint) -> models.PointStruct:
 
 
 def _to_filter(filter: StoreFilter) -> models.Filter | None:
-    if not filter.must and not filter.must_not:
+    if not filter.must and not filter.must_not and not filter.should:
         return None
+    return _to_nested(filter)
+
+
+def _to_nested(filter: StoreFilter) -> models.Filter:
     return models.Filter(
         must=[_to_condition(c) for c in filter.must] or None,
         must_not=[_to_condition(c) for c in filter.must_not] or None,
+        should=[_to_condition(c) for c in filter.should] or None,
     )
 
 
-def _to_condition(condition: Condition) -> models.FieldCondition:
+def _to_condition(
+    condition: Condition,
+) -> models.FieldCondition | models.IsEmptyCondition | models.Filter:
+    if isinstance(condition, StoreFilter):
+        return _to_nested(condition)
+    if isinstance(condition, IsEmpty):
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=condition.key))
     if isinstance(condition, Match):
         return models.FieldCondition(
             key=condition.key, match=models.MatchValue(value=condition.value)

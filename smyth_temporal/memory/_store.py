@@ -15,6 +15,7 @@ __all__ = [
     "INDEXED_FIELDS",
     "NEVER",
     "Condition",
+    "IsEmpty",
     "Match",
     "MatchAny",
     "MemoryStore",
@@ -74,15 +75,32 @@ class Range:
     lte: float | None = None
 
 
-Condition = Match | MatchAny | Range
+@dataclass(frozen=True)
+class IsEmpty:
+    """``key`` is absent (or null): how records written before a field existed match.
+
+    Added in 0.9.0.
+    """
+
+    key: str
 
 
 @dataclass(frozen=True)
 class StoreFilter:
-    """All of ``must``, none of ``must_not``."""
+    """All of ``must``, none of ``must_not``, and at least one of ``should`` if any.
+
+    A filter is itself a condition, so ``must_not=(StoreFilter(must=(a, b)),)`` says
+    "not both a and b" (what a fork's memory view needs; Qdrant nests filters alike).
+
+    Changed in 0.9.0: ``should``, and filters nest.
+    """
 
     must: tuple[Condition, ...] = ()
     must_not: tuple[Condition, ...] = ()
+    should: tuple[Condition, ...] = ()
+
+
+Condition = Match | MatchAny | Range | IsEmpty | StoreFilter
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,9 @@ class ForkOrigin(BaseModel):
     """The run of the parent's chain the step was taken in."""
     step: int
     """The parent's step the fork starts right after."""
+    parent: ForkOrigin | None = None
+    """The parent's own origin when the parent is a fork too (the fork's memory view
+    follows the whole lineage). Added in 0.9.0."""
 
 
 class AgentInput(BaseModel):

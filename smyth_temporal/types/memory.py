@@ -21,10 +21,12 @@ __all__ = [
     "MEMORY_ACTIVITY_UNDO_RUN",
     "ForgetRequest",
     "ForgetResult",
+    "LineagePoint",
     "ListRequest",
     "MemoryHit",
     "MemoryRecord",
     "MemoryScope",
+    "MemoryView",
     "Provenance",
     "ReadScope",
     "RecallRequest",
@@ -67,6 +69,54 @@ class Provenance(BaseModel):
     """The run id (changes at continue-as-new)."""
     step: int = 0
     """The agent step."""
+    branch: str = ""
+    """The fork that wrote it (its workflow id), empty for an ordinary run: a fork's
+    memories are its own view (see ``MemoryView``). Added in 0.9.0."""
+
+
+class LineagePoint(BaseModel):
+    """One ancestor of a fork: whose memories up to which step the fork inherits.
+
+    Added in 0.9.0.
+    """
+
+    workflow_id: str
+    """The ancestor's workflow id."""
+    branch: str = ""
+    """The branch its memories carry: its workflow id if it is a fork itself, else empty."""
+    step: int
+    """The step the descendant branched off after: later memories of it are not seen."""
+
+
+class MemoryView(BaseModel):
+    """Which memories a run sees: shared memory, its ancestors' up to the fork, its own.
+
+    An ordinary run (``branch`` empty, no lineage) sees every memory without a branch.
+    A fork sees the memories without a branch except those its root ancestor wrote after
+    the fork step, the memories of each forked ancestor's branch up to the step it was
+    forked at, and its own branch. No run outside a fork's descendants sees its branch.
+
+    Added in 0.9.0.
+    """
+
+    branch: str = ""
+    """The run's own branch (a fork's workflow id), or empty."""
+    lineage: list[LineagePoint] = Field(default_factory=list)
+    """The ancestors, nearest first."""
+
+    def sees(self, provenance: Provenance) -> bool:
+        """Whether a memory written with ``provenance`` is in this view.
+
+        The rule the store filter implements, as a pure function (for tests and docs).
+        """
+        if provenance.branch and provenance.branch == self.branch:
+            return True
+        ancestors = [p for p in self.lineage if p.branch == provenance.branch]
+        if provenance.branch:
+            return any(provenance.step <= p.step for p in ancestors)
+        return not any(
+            p.workflow_id == provenance.workflow_id and provenance.step > p.step for p in ancestors
+        )
 
 
 class MemoryRecord(BaseModel):
@@ -105,13 +155,17 @@ class MemoryHit(BaseModel):
     """Similarity to the query (cosine; higher is closer)."""
 
 
-def memory_id(scope: MemoryScope, kind: str, text: str) -> str:
-    """The id of a memory: the same scope, kind and text always give the same id.
+def memory_id(scope: MemoryScope, kind: str, text: str, branch: str = "") -> str:
+    """The id of a memory: the same scope, kind, text and branch always give the same id.
 
     That is what makes ``remember`` idempotent across activity retries and replays,
-    and keeps exact duplicates from being stored twice.
+    and keeps exact duplicates from being stored twice. A fork's branch is part of the
+    key (ordinary ids are unchanged): otherwise a fork writing a fact its original
+    writes later would take the id first, and the original's write would be lost in a
+    branch it never sees.
     """
-    key = "\x1f".join((scope.tenant, scope.namespace, kind, " ".join(text.split())))
+    parts = (scope.tenant, scope.namespace, kind, " ".join(text.split()))
+    key = "\x1f".join((*parts, branch) if branch else parts)
     return str(uuid.uuid5(_ID_NAMESPACE, key))
 
 
@@ -162,6 +216,8 @@ class RecallRequest(ReadScope):
     include_superseded: bool = False
     now: datetime
     """What counts as now for expiry (workflow time, for determinism of the request)."""
+    view: MemoryView | None = None
+    """A fork's view; ``None``: an ordinary run's (no fork's memories). Added in 0.9.0."""
 
 
 class ListRequest(ReadScope):
