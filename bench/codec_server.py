@@ -32,11 +32,10 @@ from temporalio.worker import Worker
 from bench._common import free_port, percentile
 from bench.history_bytes import HistoryBench, PagingModel
 from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
-from smyth_temporal._payloads import payloads_in
 from smyth_temporal.codec_server import PayloadTranslator, create_codec_app
 from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.storage import default_payload_storage
-from smyth_temporal.testing import new_task_queue, start_dev_environment
+from smyth_temporal.testing import new_task_queue, payloads_in, start_dev_environment
 
 TOKEN = "bench-codec-token-0123456789"
 

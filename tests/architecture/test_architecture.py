@@ -374,7 +374,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal.clients._pause",
         "smyth_temporal.clients._visibility",
     },
-    "tests.docs.test_demo": {"smyth_temporal.demo._processes", "smyth_temporal.demo._render"},
     "tests.gateway.test_gateway_agents": {
         "smyth_temporal._names",
         "smyth_temporal.clients._visibility",
@@ -383,19 +382,10 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal.agent.delegation._qualified",
         "smyth_temporal.tools._jsonschema",
     },
-    "tests.mcp.test_mcp_http": {"smyth_temporal.tools._tool"},
-    "tests.models.test_fake_openai": {"smyth_temporal.testing._fake_openai"},
-    "tests.models.test_openai_streaming": {"smyth_temporal.testing._fake_stream"},
-    "tests.security.test_encryption": {
-        "smyth_temporal._payloads",
-        "smyth_temporal.storage._namespaces",
-    },
+    "tests.security.test_encryption": {"smyth_temporal.storage._namespaces"},
     "tests.security.test_secrets": {"smyth_temporal._redaction"},
-    "tests.storage.test_chunked_store": {"smyth_temporal._payloads"},
-    "tests.storage.test_storage_gc": {"smyth_temporal._payloads"},
     "tests.storage.test_storage_hardening": {"smyth_temporal._files"},
     "tests.tools.test_tool_arguments": {"smyth_temporal.mcp._activities"},
-    "bench.codec_server": {"smyth_temporal._payloads"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},
     "bench.memory_recall": {"smyth_temporal.memory._manager", "smyth_temporal.memory._store"},
 }

@@ -11,11 +11,10 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from smyth_temporal import AgentClient, SmythPlugin
+from smyth_temporal import AgentClient, SmythPlugin, Tool
 from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from smyth_temporal.tools._tool import DEFAULT_TOOL_MAX_OUTPUT_CHARS
 from tests.helpers.mcp_agents import Prober, RelayProber
 from tests.helpers.mcp_servers import ProbeServer
 
@@ -78,7 +77,7 @@ async def test_large_results_are_bounded_like_tool_output(
         client, Prober, model=model, task_queue=task_queue, mcp_servers=servers
     ):
         result = await agents.run(Prober, "Dump.")
-    limit = DEFAULT_TOOL_MAX_OUTPUT_CHARS
+    limit = Tool.max_output_chars  # the default, which MCP tools keep
     assert result.output.startswith("x" * limit + "\n[output truncated: showing the first")
     assert result.output.endswith(f"{limit} of 50000 characters]")
 

@@ -30,9 +30,9 @@ from smyth_temporal.testing import (
     chat_completion,
     error_response,
     reply,
+    text_pieces,
     tool_call,
 )
-from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import OutputSchema
 

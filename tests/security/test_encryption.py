@@ -36,7 +36,6 @@ from smyth_temporal import (
     SmythPlugin,
     tool,
 )
-from smyth_temporal._payloads import payloads_in
 from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE, ApprovalDecision
 from tests.helpers.trader import Trader
 from tests.helpers.trading import read_ledger
@@ -55,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.security._plaintext import REFUSED_ENCODING
     from smyth_temporal.storage import ContentAddressedFileDriver
     from smyth_temporal.storage._namespaces import NAMESPACES_DIR
-    from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+    from smyth_temporal.testing import ScriptedModel, agent_worker, payloads_in, reply, tool_call
     from tests.agent.test_approvals import wait_for_pending
 
 SSN = "123-45-6789"

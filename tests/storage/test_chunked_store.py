@@ -44,7 +44,6 @@ from smyth_temporal import (
     SmythPlugin,
     tool,
 )
-from smyth_temporal._payloads import payloads_in
 from smyth_temporal.clients import referenced_digests
 from tests.helpers.trader import Trader
 
@@ -60,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
     from smyth_temporal.storage._gc import collect_garbage
     from smyth_temporal.storage._inventory import read_inventory
     from smyth_temporal.storage._tree import FANOUT, Node, build_tree, parse_node
-    from smyth_temporal.testing import ScriptedModel, reply, tool_call
+    from smyth_temporal.testing import ScriptedModel, payloads_in, reply, tool_call
     from smyth_temporal.types.messages import Message, ToolCall
 
 STEPS = 30

@@ -34,7 +34,6 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal import SmythPlugin
-from smyth_temporal._payloads import payloads_in
 from smyth_temporal.clients import referenced_digests
 from smyth_temporal.storage import (
     DRIVER_NAME,
@@ -49,6 +48,7 @@ from smyth_temporal.storage._claims import EncodedReferenceError
 from smyth_temporal.storage._gc import sweep
 from smyth_temporal.storage._inventory import read_inventory
 from smyth_temporal.storage._namespaces import record_namespace
+from smyth_temporal.testing import payloads_in
 from tests.storage.test_chunked_store import RETRIEVE, STORE, request_payload
 from tests.storage.test_storage_hardening import age, orphan, smyth
 
