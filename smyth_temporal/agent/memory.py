@@ -204,21 +204,28 @@ class AgentMemory:
         return records
 
     async def forget(self, ids: Sequence[str]) -> int:
-        """Delete memories of the agent's scope by id; returns how many."""
-        request = ForgetRequest(scope=self.scope, ids=list(ids))
+        """Delete memories of the agent's scope by id; returns how many.
+
+        A fork deletes only memories it wrote itself (an inherited id counts none).
+        """
+        request = ForgetRequest(scope=self.scope, ids=list(ids), view=self.view())
         result: ForgetResult = await call_memory(
             self._config, MEMORY_ACTIVITY_FORGET, request, ForgetResult, "forget"
         )
         return result.count
 
     async def supersede(self, old_id: str, text: str) -> MemoryRecord:
-        """Replace memory ``old_id`` with a newer text (the old one is kept for audit)."""
+        """Replace memory ``old_id`` with a newer text (the old one is kept for audit).
+
+        A fork supersedes only memories it wrote itself: an inherited one is not found.
+        """
         request = SupersedeRequest(
             scope=self.scope,
             old_id=old_id,
             text=text,
             provenance=self._provenance(),
             created_at=workflow.now(),
+            view=self.view(),
         )
         record: MemoryRecord = await call_memory(
             self._config, MEMORY_ACTIVITY_SUPERSEDE, request, MemoryRecord, "supersede"

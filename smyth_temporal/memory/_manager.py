@@ -152,11 +152,13 @@ class MemoryManager:
             points = await self.store.retrieve(collection, request.ids)
             # Ids are guessable (derived from content); the scope check is what keeps
             # one tenant from deleting another's memories.
-            doomed = [p.id for p in points if _in_scope(p, request.scope)]
+            doomed = [p.id for p in points if _owned(p, request.scope, request.view)]
         else:
             must: list[Condition] = list(_scope_conditions(request.scope))
             if request.kinds:
                 must.append(MatchAny("kind", tuple(request.kinds)))
+            if request.view is not None:
+                must.append(Match("branch", request.view.branch))
             doomed = [p.id for p in await self.store.scroll(collection, StoreFilter(tuple(must)))]
         if doomed:
             await self.store.delete(collection, doomed)
@@ -172,10 +174,17 @@ class MemoryManager:
         old = [
             p
             for p in await self.store.retrieve(collection, [request.old_id])
-            if _in_scope(p, request.scope)
+            if _owned(p, request.scope, request.view)
         ]
         if not old:
-            raise KeyError(f"no memory {request.old_id} in {request.scope.namespace!r}")
+            raise KeyError(
+                f"no memory {request.old_id} in {request.scope.namespace!r}"
+                + (
+                    " of this fork's own (a fork changes only what it wrote)"
+                    if request.view
+                    else ""
+                )
+            )
         previous = _to_record(old[0])
         [record] = await self.remember(
             RememberRequest(
@@ -258,6 +267,13 @@ def _in_scope(point: StoredPoint, scope: MemoryScope) -> bool:
         point.payload.get("tenant") == scope.tenant
         and point.payload.get("namespace") == scope.namespace
     )
+
+
+def _owned(point: StoredPoint, scope: MemoryScope, view: MemoryView | None) -> bool:
+    # A fork deletes or supersedes only its own branch's memories: the ones it inherits
+    # are its ancestors' (and shared), and its changes must stay invisible to them.
+    in_branch = view is None or point.payload.get("branch") == view.branch
+    return in_branch and _in_scope(point, scope)
 
 
 def _newest_first(record: MemoryRecord) -> tuple[float, str]:

@@ -235,6 +235,8 @@ class ForgetRequest(BaseModel):
     scope: MemoryScope
     ids: list[str] | None = None
     kinds: list[str] | None = None
+    view: MemoryView | None = None
+    """A fork's view: only the fork's own memories are deleted. Added in 0.9.0."""
 
 
 class ForgetResult(BaseModel):
@@ -253,6 +255,8 @@ class SupersedeRequest(BaseModel):
     """Default: the old memory's kind."""
     provenance: Provenance = Field(default_factory=Provenance)
     created_at: datetime
+    view: MemoryView | None = None
+    """A fork's view: only a memory of the fork's own is superseded. Added in 0.9.0."""
 
 
 class UndoRunRequest(BaseModel):

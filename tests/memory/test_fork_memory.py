@@ -6,6 +6,7 @@ Real dev server, real Qdrant Edge on disk; only the model is scripted.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,17 @@ from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.types.memory import (
+    ForgetRequest,
+    LineagePoint,
+    MemoryRecord,
+    MemoryScope,
+    MemoryView,
+    Provenance,
+    RecallRequest,
+    RememberRequest,
+    SupersedeRequest,
+)
 from tests.helpers.memory_agents import Researcher, Reviewer
 
 FACT_1 = "ACME reports earnings on May 3"
@@ -23,6 +35,8 @@ FORK_FACT = "GLOBEX is the better buy"
 NEW_PROMPT = "Forget ACME's news, compare it with GLOBEX."
 SECOND_PROMPT = "Now ask what the fork of the fork knows."
 REVIEW_PROMPT = "What do we know about ACME and GLOBEX?"
+SCOPE = MemoryScope(tenant="t1", namespace="research")
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 RECALL_ALL = tool_call("recall", query="ACME GLOBEX earnings CFO buy", k=20)
 
 
@@ -96,3 +110,62 @@ async def test_a_fork_sees_its_parents_memories_up_to_the_fork_step_and_keeps_it
     [fork_record] = [r for r in stored if r.text == FORK_FACT]
     assert fork_record.provenance.branch == fork.id
     assert all(not r.provenance.branch for r in stored if r.provenance.workflow_id == original.id)
+
+
+FORK = MemoryView(branch="F", lineage=[LineagePoint(workflow_id="O", step=2)])
+"""The view of fork F of the ordinary run O at step 2."""
+
+
+def written_by(workflow_id: str, step: int, branch: str = "") -> Provenance:
+    return Provenance(workflow_id=workflow_id, run_id="r", step=step, branch=branch)
+
+
+async def write(memory: MemoryManager, text: str, provenance: Provenance) -> MemoryRecord:
+    [record] = await memory.remember(
+        RememberRequest(scope=SCOPE, texts=[text], provenance=provenance, created_at=NOW)
+    )
+    return record
+
+
+async def recall(memory: MemoryManager, view: MemoryView | None) -> list[MemoryRecord]:
+    request = RecallRequest(scope=SCOPE, query="ACME", k=100, now=NOW, view=view)
+    return [hit.record for hit in await memory.recall(request)]
+
+
+async def test_a_forks_write_of_a_fact_never_takes_the_originals_later_write(
+    memory: MemoryManager,
+) -> None:
+    # The fork learns a fact first; the original learns the same fact later (step 5).
+    await write(memory, FACT_3, written_by("F", 3, branch="F"))
+    original = await write(memory, FACT_3, written_by("O", 5))
+
+    # The original's write is stored as its own (not answered by the fork's record).
+    assert original.provenance.workflow_id == "O" and not original.provenance.branch
+    assert [r.provenance.workflow_id for r in await recall(memory, None)] == ["O"]
+    # And the fork still sees its own, not the original's later one.
+    assert [r.provenance.workflow_id for r in await recall(memory, FORK)] == ["F"]
+
+
+async def test_a_fork_forgets_and_supersedes_only_the_memories_it_wrote(
+    memory: MemoryManager,
+) -> None:
+    inherited = await write(memory, FACT_1, written_by("O", 1))
+    own = await write(memory, FORK_FACT, written_by("F", 3, branch="F"))
+
+    forgotten = await memory.forget(ForgetRequest(scope=SCOPE, ids=[inherited.id], view=FORK))
+    assert forgotten == 0
+    with pytest.raises(KeyError, match="of this fork's own"):
+        await memory.supersede(
+            SupersedeRequest(
+                scope=SCOPE,
+                old_id=inherited.id,
+                text="ACME reports on May 4",
+                provenance=written_by("F", 4, branch="F"),
+                created_at=NOW,
+                view=FORK,
+            )
+        )
+    # The original's memory is untouched: present and not superseded.
+    assert [r.id for r in await recall(memory, None)] == [inherited.id]
+    assert await memory.forget(ForgetRequest(scope=SCOPE, ids=[own.id], view=FORK)) == 1
+    assert [r.id for r in await recall(memory, FORK)] == [inherited.id]
