@@ -16,7 +16,13 @@ from smyth_temporal.activities._telemetry import model_called
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models import ModelProvider, StreamingModelProvider
 from smyth_temporal.types.budget import PriceTable
-from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.model import (
+    MODEL_ACTIVITY,
+    OVERLOADED_ERROR,
+    ModelRequest,
+    ModelResponse,
+    is_overloaded,
+)
 
 __all__ = ["ModelActivities"]
 
@@ -82,14 +88,19 @@ class ModelActivities:
             async with auto_heartbeat():
                 return await self._answer(request)
         except ApplicationError as exc:
+            final = _overloaded_for_good(request, exc)
+            if final is not None:
+                log.warning("model.failed", error=str(exc), retryable=False, fallback=True)
+                raise final from exc
             log.warning("model.failed", error=str(exc), retryable=not exc.non_retryable)
             raise
         except ModelError as exc:
             log.warning("model.failed", error=str(exc), retryable=exc.retryable)
             details = [{"status_code": exc.status_code}] if isinstance(exc, ModelHTTPError) else []
-            raise ApplicationError(
+            error = ApplicationError(
                 str(exc), *details, type=type(exc).__name__, non_retryable=not exc.retryable
-            ) from exc
+            )
+            raise (_overloaded_for_good(request, error) or error) from exc
         except ConfigurationError as exc:
             # A worker that cannot serve this model will not learn to by retrying.
             raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from exc
@@ -100,3 +111,20 @@ class ModelActivities:
             return await provider.complete(request)
         async with streaming_deltas(request.stream_id, request.step, request.live) as deltas:
             return await provider.stream(request, deltas.add)
+
+
+def _overloaded_for_good(request: ModelRequest, error: ApplicationError) -> ApplicationError | None:
+    """``error`` as a final ``ModelOverloaded`` when the agent has a model to fall back on.
+
+    The workflow asks for it (``overloaded_after``) only while a fallback model is
+    left; from that attempt on, another retry of an overloaded endpoint would only
+    delay the fallback, so the call fails for good and the workflow moves on.
+    """
+    after = request.overloaded_after
+    if after is None or activity.info().attempt < after:
+        return None
+    if not is_overloaded(error.type, error.details):
+        return None
+    return ApplicationError(
+        error.message, *error.details, type=OVERLOADED_ERROR, non_retryable=True
+    )

@@ -77,14 +77,38 @@ class Compactor:
         transcript = "\n\n".join(transcript_chunks(span, workflow.info().workflow_id))
         return [Message.system(DEFAULT_SUMMARY_INSTRUCTIONS), Message.user(transcript)]
 
-    async def compact(self) -> Compaction | None:
+    def forced_plan(self, messages: Sequence[Message]) -> CompactionPlan | None:
+        """What to compact when the model refused the prompt as too long for its window.
+
+        The prompt may be under ``context_budget`` (the budget is the agent's guess at
+        the window), so the plan keeps ``compaction_keep_ratio`` of the prompt as it
+        is now, and of the budget if that is smaller. ``None``: nothing to compact.
+        """
+        config = self._config
+        tokens = config.token_counter(messages)
+        ceiling = min(tokens, config.context_budget or tokens)
+        return plan_compaction(
+            messages,
+            budget=0,
+            keep_recent=int(ceiling * config.compaction_keep_ratio),
+            count=config.token_counter,
+        )
+
+    async def compact(self, *, force: bool = False) -> Compaction | None:
         """Archive, then summarize, what the agent plans; see ``AgentWorkflow.compact``.
 
         The plan, the archive and the summary prompt come from the agent's hooks
         (``plan_compaction``, ``remember``, ``summary_prompt``).
+
+        Args:
+            force: The model refused the prompt as too long: compact even when the
+                agent's plan would not (``forced_plan``), and fall back to a
+                placeholder rather than defer when the summary fails. Added in 0.10.0.
         """
         hooks = self._run.hooks
         plan = hooks.plan_compaction(self._conversation.messages)
+        if plan is None and force:
+            plan = self.forced_plan(self._conversation.messages)
         if plan is None:
             return None
         config = self._config
@@ -108,7 +132,7 @@ class Compactor:
         except ActivityError as exc:
             error = str(exc.cause or exc)
             hard_limit = (config.context_budget or tokens_before) * config.context_hard_limit
-            if tokens_before <= hard_limit:
+            if tokens_before <= hard_limit and not force:
                 self._log.warning("compaction.deferred", error=error, tokens=tokens_before)
                 return None
             text = ""

@@ -119,6 +119,14 @@ class AgentConfig:
     """Heartbeat timeout of one model call; bounds recovery from a crashed worker."""
     model_retry: RetryPolicy = field(default_factory=lambda: DEFAULT_MODEL_RETRY)
     """Retry policy of the model activity."""
+    fallback_models: Sequence[str] = ()
+    """Models to turn to, in order, when the provider says ``model`` is overloaded or
+    unavailable (``ModelOverloaded``, a 503 or 529): after ``fallback_after_attempts``
+    such attempts the turn is sent to the next model, as its own model call in the
+    history (and ``smyth audit``). Other errors never move a call. Added in 0.10.0."""
+    fallback_after_attempts: int = 2
+    """Attempts at an overloaded model before its turn moves to the next fallback model
+    (the last model keeps ``model_retry``). Added in 0.10.0."""
     state_messages: int = 20
     """How many recent messages the ``state`` query returns."""
     stream: bool = True
@@ -226,6 +234,18 @@ class AgentConfig:
     def __post_init__(self) -> None:
         if not self.model:
             raise ConfigurationError("AgentConfig.model must name a model")
+        if isinstance(self.fallback_models, str) or not all(
+            isinstance(m, str) and m for m in self.fallback_models
+        ):
+            raise ConfigurationError(
+                "AgentConfig.fallback_models must be a list of model names, "
+                f"got {self.fallback_models!r}"
+            )
+        if self.fallback_after_attempts < 1:
+            raise ConfigurationError(
+                "AgentConfig.fallback_after_attempts must be at least 1, "
+                f"got {self.fallback_after_attempts}"
+            )
         if self.max_steps < 1:
             raise ConfigurationError(
                 f"AgentConfig.max_steps must be at least 1, not {self.max_steps}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from typing import NoReturn
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -27,9 +28,30 @@ from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError
 from smyth_temporal.tools import Tool
 from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
 from smyth_temporal.types.messages import Message
-from smyth_temporal.types.model import ModelRequest
+from smyth_temporal.types.model import (
+    ModelRequest,
+    ModelResponse,
+    is_context_too_long,
+    is_overloaded,
+)
 
-__all__ = ["Loop"]
+__all__ = ["CONTEXT_COMPACTION_PATCH", "FALLBACK_MODELS_PATCH", "ContextTooLongError", "Loop"]
+
+FALLBACK_MODELS_PATCH = "smyth-fallback-models"
+"""Marks runs whose overloaded model calls may move to ``AgentConfig.fallback_models``."""
+
+CONTEXT_COMPACTION_PATCH = "smyth-context-compaction"
+"""Marks runs where a prompt over the context window compacts and retries the turn."""
+
+
+class ContextTooLongError(ModelError):
+    """A turn's prompt is longer than the model's context window.
+
+    ``AgentWorkflow.think`` compacts and takes the turn once more; a second one fails
+    the run as a ``ModelError``.
+
+    Added in 0.10.0.
+    """
 
 
 class Loop:
@@ -97,28 +119,7 @@ class Loop:
             )
         )
         conversation.status = "thinking"
-        call = start_model(config, request, summary=f"model turn {request.step}")
-        await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())
-        if not call.done():
-            call.cancel()
-            with contextlib.suppress(ActivityError, asyncio.CancelledError):
-                await call
-            conversation.status = "running"
-            events.publish(TurnFinished(step=request.step, message_id=message_id, interrupted=True))
-            self._interrupts.raise_if_requested()
-        try:
-            response = await call
-        except ActivityError as exc:
-            reason = exc.cause or exc
-            if isinstance(reason, ApplicationError) and reason.type == BudgetExceededError.__name__:
-                conversation.status = "running"
-                events.publish(TurnFinished(step=request.step, message_id=message_id))
-                raise BudgetExceededError(reason.message) from exc
-            conversation.status = "failed"
-            self._log.error("agent.model_failed", step=request.step, error=str(reason))
-            raise ModelError(
-                f"model call failed at step {request.step}: {reason}", retryable=False
-            ) from exc
+        response = await self._ask(request, message_id)
         message = response.message
         update: dict[str, object] = {"step": request.step}
         if message.tool_calls:
@@ -180,6 +181,82 @@ class Loop:
             self._log.warning("agent.budget_refused", reason=str(exc))
             self.refused = str(exc)
         return None
+
+    async def _ask(self, request: ModelRequest, message_id: str) -> ModelResponse:
+        """The model's answer to ``request``, from a fallback model if ``model`` is overloaded.
+
+        Each model is its own activity (its model in the history and the audit); only
+        an overloaded or unavailable endpoint moves the turn on, and only while a
+        fallback is left (the last model keeps the retry policy's attempts).
+        """
+        config = self._config
+        models = [request.model]
+        # Only agents with fallbacks mark the history: recorded runs have none.
+        if config.fallback_models and workflow.patched(FALLBACK_MODELS_PATCH):
+            models += [m for m in config.fallback_models if m != request.model]
+        for index, model in enumerate(models):
+            last = index == len(models) - 1
+            if len(models) > 1:
+                after = None if last else config.fallback_after_attempts
+                request = request.model_copy(update={"model": model, "overloaded_after": after})
+            summary = f"model turn {request.step}"
+            if index:
+                summary += f" (fallback {model})"
+            try:
+                return await self._attempt(request, message_id, summary)
+            except ActivityError as exc:
+                reason = exc.cause or exc
+                if last or not isinstance(reason, ApplicationError):
+                    self._fail(request, exc, message_id)
+                if not is_overloaded(reason.type, reason.details):
+                    self._fail(request, exc, message_id)
+                self._log.warning(
+                    "agent.model_fallback",
+                    step=request.step,
+                    model=model,
+                    fallback=models[index + 1],
+                    error=str(reason),
+                )
+        raise AssertionError("unreachable: the last model's failure is raised")
+
+    async def _attempt(self, request: ModelRequest, message_id: str, summary: str) -> ModelResponse:
+        """One model activity for ``request``; an interrupt cancels it."""
+        call = start_model(self._config, request, summary=summary)
+        await workflow.wait_condition(lambda: call.done() or self._interrupts.requested())
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(ActivityError, asyncio.CancelledError):
+                await call
+            self._conversation.status = "running"
+            self._events.publish(
+                TurnFinished(step=request.step, message_id=message_id, interrupted=True)
+            )
+            self._interrupts.raise_if_requested()
+        return await call
+
+    def _fail(self, request: ModelRequest, exc: ActivityError, message_id: str) -> NoReturn:
+        """Raise what a failed model call means for the run."""
+        reason = exc.cause or exc
+        conversation = self._conversation
+        if isinstance(reason, ApplicationError) and reason.type == BudgetExceededError.__name__:
+            conversation.status = "running"
+            self._events.publish(TurnFinished(step=request.step, message_id=message_id))
+            raise BudgetExceededError(reason.message) from exc
+        if (
+            isinstance(reason, ApplicationError)
+            and is_context_too_long(reason.type, reason.details)
+            and workflow.patched(CONTEXT_COMPACTION_PATCH)
+        ):
+            conversation.status = "running"
+            self._log.warning("agent.context_too_long", step=request.step, error=str(reason))
+            raise ContextTooLongError(
+                f"model call failed at step {request.step}: {reason}", retryable=False
+            ) from exc
+        conversation.status = "failed"
+        self._log.error("agent.model_failed", step=request.step, error=str(reason))
+        raise ModelError(
+            f"model call failed at step {request.step}: {reason}", retryable=False
+        ) from exc
 
     def _turn_finished(self) -> None:
         step = self._conversation.step

@@ -53,7 +53,7 @@ from smyth_temporal.agent.config import AgentConfig, config_of
 from smyth_temporal.agent.delegation import DELEGATE_EXECUTOR, Delegation
 from smyth_temporal.agent.events import carried_stream
 from smyth_temporal.agent.lifecycle import MAX_OUTPUT_CHARS, Lifecycle
-from smyth_temporal.agent.loop import Loop
+from smyth_temporal.agent.loop import ContextTooLongError, Loop
 from smyth_temporal.agent.mcp import MCPTools
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
 from smyth_temporal.agent.output import Settled, TypedOutput
@@ -61,6 +61,7 @@ from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import ToolRunner, limited
 from smyth_temporal.context import CompactionPlan
+from smyth_temporal.exceptions import ModelError
 from smyth_temporal.tools import Tool, ToolExecutor
 from smyth_temporal.types.agent import (
     INTERRUPT_UPDATE,
@@ -291,7 +292,21 @@ class AgentWorkflow:
         turn = self.conversation.step + 1  # the tools hook is asked once per turn, here
         offered = self._run.tools(turn, fresh=True) if tools is None else tools
         await self.compact()
-        return await self._loop.turn(self.prompt(), offered)
+        try:
+            return await self._loop.turn(self.prompt(), offered)
+        except ContextTooLongError as exc:
+            # The window is the model's, not the budget's: compact however far under
+            # the budget the prompt is, then take the turn once more.
+            if await self._compactor.compact(force=True) is None:
+                self.conversation.status = "failed"
+                raise ModelError(
+                    f"{exc} (compacting could not shorten it)", retryable=False
+                ) from exc
+        try:
+            return await self._loop.turn(self.prompt(), offered)
+        except ContextTooLongError as exc:
+            self.conversation.status = "failed"
+            raise ModelError(f"{exc} (even after compacting)", retryable=False) from exc
 
     async def act(self, calls: Sequence[ToolCall]) -> list[Message]:
         """Run tool calls (consecutive read-only ones concurrently); append the results."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -10,11 +11,15 @@ from smyth_temporal.types.live import LiveTarget
 from smyth_temporal.types.messages import Message, Usage
 
 __all__ = [
+    "CONTEXT_TOO_LONG_ERROR",
     "MODEL_ACTIVITY",
     "MODEL_QUEUE_SUFFIX",
+    "OVERLOADED_ERROR",
     "ModelRequest",
     "ModelResponse",
     "OutputSchema",
+    "is_context_too_long",
+    "is_overloaded",
     "model_task_queue",
 ]
 
@@ -23,6 +28,52 @@ MODEL_ACTIVITY = "smyth.model.complete"
 
 MODEL_QUEUE_SUFFIX = "-models"
 """Model calls of agents on task queue ``Q`` go to ``Q-models`` (``model_task_queue``)."""
+
+
+OVERLOADED_ERROR = "ModelOverloaded"
+"""The error type of a model call the endpoint could not serve for load (a 529, an
+``overloaded_error``): retryable, and where the agent has ``fallback_models`` the
+call moves on to the next one. Added in 0.10.0."""
+
+CONTEXT_TOO_LONG_ERROR = "ModelContextTooLong"
+"""The error type of a prompt longer than the model's context window: final for the
+call; the agent compacts and takes the turn again once. Added in 0.10.0."""
+
+# 503 Service Unavailable and 529 (Anthropic's overloaded) say the endpoint could not
+# take the call now, not that the call is wrong: another model may take it.
+_UNAVAILABLE_STATUSES = frozenset({503, 529})
+
+
+def _status(details: Sequence[Any]) -> object:
+    first = details[0] if details else None
+    return first.get("status_code") if isinstance(first, dict) else None
+
+
+def is_overloaded(error_type: str | None, details: Sequence[Any] = ()) -> bool:
+    """Whether a failed model call's error says the endpoint was overloaded or unavailable.
+
+    ``ModelOverloaded``, or an HTTP error (``ModelHTTPError``) of status 503 or 529
+    (``details[0]["status_code"]``, as the providers classify them).
+
+    Added in 0.10.0.
+    """
+    if error_type == OVERLOADED_ERROR:
+        return True
+    return error_type == "ModelHTTPError" and _status(details) in _UNAVAILABLE_STATUSES
+
+
+def is_context_too_long(error_type: str | None, details: Sequence[Any] = ()) -> bool:
+    """Whether a failed model call's error says the prompt exceeds the context window.
+
+    ``ModelContextTooLong`` (the Anthropic provider), or an OpenAI-compatible
+    endpoint's ``context_length_exceeded`` error code.
+
+    Added in 0.10.0.
+    """
+    if error_type == CONTEXT_TOO_LONG_ERROR:
+        return True
+    first = details[0] if details else None
+    return isinstance(first, dict) and first.get("error_code") == "context_length_exceeded"
 
 
 def model_task_queue(task_queue: str) -> str:
@@ -87,6 +138,11 @@ class ModelRequest(BaseModel):
     tenant: str = "default"
     """Whose agent asks: the fairness key of the call on the model task queue.
     Added in 0.5.0."""
+    overloaded_after: int | None = None
+    """When set, an overloaded or unavailable endpoint (``is_overloaded``) at this
+    attempt or a later one fails the call for good (``ModelOverloaded``), so that the
+    agent moves on to its next fallback model instead of retrying this one. ``None``:
+    Temporal's retry policy alone decides. Added in 0.10.0."""
 
 
 class ModelResponse(BaseModel):

@@ -1,0 +1,38 @@
+"""Agents on ``anthropic:`` models with fallback models, or a window smaller than their budget."""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
+from tests.helpers.trading import get_quote
+
+
+@workflow.defn
+class ClaudeWithFallback(AgentWorkflow):
+    config = AgentConfig(
+        model="anthropic:claude-primary",
+        fallback_models=["anthropic:claude-backup"],
+        instructions="Answer in one sentence.",
+        tools=[get_quote],
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class ClaudeInSmallWindow(AgentWorkflow):
+    """Its budget (the default 32k) is far above the model's window: only the window's
+    refusal can make it compact."""
+
+    config = AgentConfig(
+        model="anthropic:claude-test",
+        instructions="Quote the symbols one at a time.",
+        tools=[get_quote],
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

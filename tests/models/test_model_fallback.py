@@ -1,0 +1,125 @@
+"""Fallback models and context-window compaction, through the real SDK and the fake API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import (
+    AgentClient,
+    AgentFailedError,
+)
+from smyth_temporal.context import DEFAULT_SUMMARY_INSTRUCTIONS
+from smyth_temporal.testing import (
+    AnthropicTurn,
+    FakeAnthropicServer,
+    agent_worker,
+    anthropic_error,
+    anthropic_turn,
+)
+from tests.helpers.fallback_agents import ClaudeInSmallWindow, ClaudeWithFallback
+from tests.models.test_anthropic_agent import provider_for
+
+
+async def model_calls(agents: AgentClient, workflow_id: str) -> list[tuple[str, str]]:
+    trail = await agents.audit(workflow_id)
+    return [
+        (e.fields["model"], e.fields["outcome"]) for e in trail.entries if e.kind == "model_call"
+    ]
+
+
+async def test_an_overloaded_model_moves_the_turn_to_the_fallback_model(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    async with FakeAnthropicServer() as fake:
+        fake.enqueue(
+            anthropic_error(529, "overloaded_error", "Overloaded"),
+            anthropic_error(529, "overloaded_error", "Overloaded"),
+            anthropic_turn("Markets are calm."),
+        )
+        async with agent_worker(
+            client, ClaudeWithFallback, model=provider_for(fake), task_queue=task_queue
+        ):
+            handle = await agents.start(ClaudeWithFallback, "How are markets?")
+            result = await agents.result(handle.id)
+            calls = await model_calls(agents, handle.id)
+        sent = [r.json["model"] for r in fake.requests]
+
+    assert (result.status, result.output) == ("completed", "Markets are calm.")
+    # Two attempts at the primary (fallback_after_attempts), then the backup answers.
+    assert sent == ["claude-primary", "claude-primary", "claude-backup"]
+    # Each model is its own call in the history, and the audit names both.
+    assert calls == [
+        ("anthropic:claude-primary", "failed"),
+        ("anthropic:claude-backup", "completed"),
+    ]
+
+
+async def test_a_rejected_request_never_moves_to_the_fallback_model(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    async with FakeAnthropicServer() as fake:
+        fake.enqueue(anthropic_error(400, "invalid_request_error", "tools: bad schema"))
+        async with agent_worker(
+            client, ClaudeWithFallback, model=provider_for(fake), task_queue=task_queue
+        ):
+            handle = await agents.start(ClaudeWithFallback, "How are markets?")
+            with pytest.raises(AgentFailedError) as failed:
+                await agents.result(handle.id)
+        sent = [r.json["model"] for r in fake.requests]
+
+    assert "bad schema" in str(failed.value)
+    assert sent == ["claude-primary"]
+
+
+NOTES = "I weigh the sector, the volume and yesterday's close before I quote. " * 20
+"""What the model says beside each tool call: turns much longer than a summary."""
+
+
+def is_summary(body: dict[str, Any]) -> bool:
+    return DEFAULT_SUMMARY_INSTRUCTIONS[:40] in str(body.get("system"))
+
+
+async def test_a_prompt_over_the_context_window_compacts_and_the_run_completes(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    symbols = ["ACME", "GLOBEX", "INITECH"] * 2
+    turns: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+
+    def respond(body: dict[str, Any]) -> AnthropicTurn:
+        if is_summary(body):
+            summaries.append(body)
+            return anthropic_turn("Quoted ACME, GLOBEX and INITECH so far.")
+        turns.append(body)
+        if len(turns) == 6:
+            # From now on the window is the size of turn 5's prompt: turn 7 is refused.
+            fake.context_window = fake.reports[4].prompt_tokens
+        if len(turns) <= 6:
+            symbol = symbols[len(turns) - 1]
+            return anthropic_turn(
+                f"Looking up {symbol}. " + NOTES,
+                [(f"toolu_{len(turns)}", "get_quote", {"symbol": symbol})],
+            )
+        return anthropic_turn("All six quoted.")
+
+    fake = FakeAnthropicServer(respond=respond)
+    async with fake:
+        async with agent_worker(
+            client, ClaudeInSmallWindow, model=provider_for(fake), task_queue=task_queue
+        ):
+            handle = await agents.start(ClaudeInSmallWindow, "Quote the three symbols twice")
+            result = await agents.result(handle.id)
+            state = await agents.state(handle.id)
+        asked = [r.json for r in fake.requests if not is_summary(r.json)]
+
+    assert (result.status, result.output) == ("completed", "All six quoted.")
+    # Turn 7 was refused once (not answered), compacted, then answered.
+    assert (len(asked), len(turns), len(summaries)) == (8, 7, 1)
+    assert asked[6] not in turns
+    # Summarized (the summary fitted the window), not replaced by a placeholder.
+    assert [c.fallback for c in state.compactions] == [False]
+    assert "Quoted ACME, GLOBEX and INITECH" in str(turns[-1]["messages"])
