@@ -6,9 +6,13 @@ import asyncio
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal import AgentClient, AgentInput, tool
+from smyth_temporal.agent.delegation import _qualified
+from smyth_temporal.agent.tooling import limited
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.tools import MCPTool
+from smyth_temporal.types import AgentLimits
 from tests.helpers.subagent_agents import Helper, Lead, Manager
 
 
@@ -105,3 +109,20 @@ async def test_cancelling_the_parent_cancels_the_child(
                 break
             await asyncio.sleep(0.05)
     assert child.status == WorkflowExecutionStatus.CANCELED
+
+
+@tool
+async def status(x: int) -> str:
+    """A local tool that takes a name a server uses too."""
+    return str(x)
+
+
+def test_sub_agents_get_the_mcp_tools_both_have() -> None:
+    mine = MCPTool.listed(name="log", description="", server="git", mcp_name="log")
+    theirs = MCPTool.listed(name="git__log", description="", server="git", mcp_name="log")
+    other = MCPTool.listed(name="log", description="", server="hg", mcp_name="log")
+    # A parent names its tool as it offers it; the child's limits hold the qualified name.
+    assert _qualified("log", [mine, status]) == "git.log"
+    assert _qualified(status, [mine]) == "status"
+    child = AgentInput(prompt="x", limits=AgentLimits(tools=["git.log", "status"]))
+    assert limited([theirs, other, status], child) == [theirs, status]

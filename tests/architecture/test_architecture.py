@@ -373,14 +373,9 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal._names",
         "smyth_temporal.clients._visibility",
     },
-    "tests.mcp.test_mcp_contracts": {
-        "smyth_temporal.agent.delegation._qualified",
-        "smyth_temporal.tools._jsonschema",
-    },
     "tests.security.test_encryption": {"smyth_temporal.storage._namespaces"},
     "tests.security.test_secrets": {"smyth_temporal._redaction"},
     "tests.storage.test_storage_hardening": {"smyth_temporal._files"},
-    "tests.tools.test_tool_arguments": {"smyth_temporal.mcp._activities"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},
     "bench.memory_recall": {"smyth_temporal.memory._manager", "smyth_temporal.memory._store"},
 }

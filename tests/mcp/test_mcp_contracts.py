@@ -19,17 +19,13 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from smyth_temporal import AgentConfig, AgentInput, ApprovalPolicy, ConfigurationError, tool
-from smyth_temporal.agent.delegation import _qualified
+from smyth_temporal import AgentConfig, ApprovalPolicy, ConfigurationError, tool
 from smyth_temporal.agent.mcp import build_mcp_tools
-from smyth_temporal.agent.tooling import limited
 from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.mcp import HttpServer, StdioServer, parse_server, secret
 from smyth_temporal.mcp._activities import classify, render_result
 from smyth_temporal.security import Secrets
 from smyth_temporal.tools import MCPTool, effect_from_annotations, is_destructive
-from smyth_temporal.tools._jsonschema import schema_problems
-from smyth_temporal.types import AgentLimits
 from smyth_temporal.types.mcp import MCPToolAnnotations, MCPToolInfo, MCPToolList
 
 
@@ -146,43 +142,6 @@ def test_an_override_that_matches_no_tool_is_reported() -> None:
     assert warnings == [{"option": "mcp_approval", "keys": ["git_comit"]}]
 
 
-def test_arguments_are_checked_against_the_input_schema() -> None:
-    schema = {
-        "type": "object",
-        "properties": {
-            "repo_path": {"type": "string", "minLength": 1},
-            "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "mode": {"enum": ["soft", "hard"]},
-            "depth": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
-            "ref": {"$ref": "#/$defs/Ref"},
-        },
-        "required": ["repo_path"],
-        "additionalProperties": False,
-        "$defs": {
-            "Ref": {
-                "type": "object",
-                "properties": {"sha": {"type": "string"}},
-                "required": ["sha"],
-            }
-        },
-    }
-    assert schema_problems({"repo_path": "/r", "depth": None, "ref": {"sha": "a"}}, schema) == []
-    assert schema_problems({"repo_path": "/r", "depth": 2.0}, schema) == []  # 2.0 is an integer
-    assert schema_problems(
-        {"files": [], "mode": "mixed", "depth": 0, "ref": {}, "extra": True}, schema
-    ) == [
-        "repo_path: field required",
-        "files: needs at least 1 items",
-        "mode: must be one of 'soft', 'hard'",
-        "depth: matches none of the allowed shapes (for example depth: must be at least 1)",
-        "ref.sha: field required",
-        "extra: extra field not permitted",
-    ]
-    assert schema_problems({"repo_path": True}, schema) == [
-        "repo_path: expected string, got boolean"
-    ]
-
-
 def test_an_mcp_tool_tells_the_model_what_to_fix() -> None:
     spec = MCPTool.listed(
         name="git_status",
@@ -204,17 +163,6 @@ def test_an_mcp_tool_tells_the_model_what_to_fix() -> None:
         'Expected a JSON object matching: {"type": "object"'
     )
     assert "title" not in spec.schema()["function"]["parameters"]
-
-
-def test_sub_agents_get_the_mcp_tools_both_have() -> None:
-    mine = MCPTool.listed(name="log", description="", server="git", mcp_name="log")
-    theirs = MCPTool.listed(name="git__log", description="", server="git", mcp_name="log")
-    other = MCPTool.listed(name="log", description="", server="hg", mcp_name="log")
-    # A parent names its tool as it offers it; the child's limits hold the qualified name.
-    assert _qualified("log", [mine, status]) == "git.log"
-    assert _qualified(status, [mine]) == "status"
-    child = AgentInput(prompt="x", limits=AgentLimits(tools=["git.log", "status"]))
-    assert limited([theirs, other, status], child) == [theirs, status]
 
 
 def test_agent_config_refuses_bad_mcp_settings() -> None:

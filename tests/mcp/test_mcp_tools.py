@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHistory
 
@@ -297,3 +298,27 @@ async def test_a_stdio_server_that_dies_is_started_again(
         if kind == "started"
     ]
     assert attempts == [1, 2, 1]  # the write's first attempt failed on the dead connection
+
+
+def test_an_mcp_tool_whose_schema_could_wedge_the_run_is_left_out() -> None:
+    # A server's schema enters the agent's history and is decoded by workflow code:
+    # nested past the decoder's limit (about 200) it would fail every workflow task.
+    from mcp.types import Tool as ServerTool
+
+    from smyth_temporal.mcp._activities import MAX_SCHEMA_DEPTH, _offerable
+
+    def nested(levels: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        for _ in range(levels):
+            schema = {"type": "object", "properties": {"x": schema}}
+        return schema
+
+    fine = ServerTool(name="fine", input_schema=nested(MAX_SCHEMA_DEPTH // 2 - 1))
+    deep = ServerTool(name="deep", input_schema=nested(300))
+    huge = ServerTool(
+        name="huge",
+        input_schema={"type": "object", "description": "x" * (300 * 1024)},
+    )
+    with capture_logs() as logs:
+        assert [_offerable("s", t) for t in (fine, deep, huge)] == [True, False, False]
+    assert [e["tool"] for e in logs if e["event"] == "mcp.tool_left_out"] == ["deep", "huge"]

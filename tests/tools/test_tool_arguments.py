@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from structlog.testing import capture_logs
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentConfig, AgentInput, tool
@@ -29,6 +28,7 @@ from smyth_temporal.exceptions import ToolArgumentsError
 from smyth_temporal.models import ModelRequest, ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, raw_tool_call, reply
 from smyth_temporal.tools import MCPTool, Tool, value_depth
+from smyth_temporal.tools._jsonschema import schema_problems
 from smyth_temporal.tools._tool import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, json_depth
 from smyth_temporal.types import ToolCall, arguments_sha256
 from tests.helpers.mcp_agents import Clock
@@ -177,25 +177,38 @@ async def test_a_5000_deep_mcp_call_is_answered_to_the_model_and_the_run_goes_on
     assert f"nested more than {MAX_ARGUMENT_DEPTH} levels deep" in result.output
 
 
-def test_an_mcp_tool_whose_schema_could_wedge_the_run_is_left_out() -> None:
-    # A server's schema enters the agent's history and is decoded by workflow code:
-    # nested past the decoder's limit (about 200) it would fail every workflow task.
-    from mcp.types import Tool as ServerTool
-
-    from smyth_temporal.mcp._activities import MAX_SCHEMA_DEPTH, _offerable
-
-    def nested(levels: int) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "string"}
-        for _ in range(levels):
-            schema = {"type": "object", "properties": {"x": schema}}
-        return schema
-
-    fine = ServerTool(name="fine", input_schema=nested(MAX_SCHEMA_DEPTH // 2 - 1))
-    deep = ServerTool(name="deep", input_schema=nested(300))
-    huge = ServerTool(
-        name="huge",
-        input_schema={"type": "object", "description": "x" * (300 * 1024)},
-    )
-    with capture_logs() as logs:
-        assert [_offerable("s", t) for t in (fine, deep, huge)] == [True, False, False]
-    assert [e["tool"] for e in logs if e["event"] == "mcp.tool_left_out"] == ["deep", "huge"]
+def test_arguments_are_checked_against_the_input_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "repo_path": {"type": "string", "minLength": 1},
+            "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "mode": {"enum": ["soft", "hard"]},
+            "depth": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            "ref": {"$ref": "#/$defs/Ref"},
+        },
+        "required": ["repo_path"],
+        "additionalProperties": False,
+        "$defs": {
+            "Ref": {
+                "type": "object",
+                "properties": {"sha": {"type": "string"}},
+                "required": ["sha"],
+            }
+        },
+    }
+    assert schema_problems({"repo_path": "/r", "depth": None, "ref": {"sha": "a"}}, schema) == []
+    assert schema_problems({"repo_path": "/r", "depth": 2.0}, schema) == []  # 2.0 is an integer
+    assert schema_problems(
+        {"files": [], "mode": "mixed", "depth": 0, "ref": {}, "extra": True}, schema
+    ) == [
+        "repo_path: field required",
+        "files: needs at least 1 items",
+        "mode: must be one of 'soft', 'hard'",
+        "depth: matches none of the allowed shapes (for example depth: must be at least 1)",
+        "ref.sha: field required",
+        "extra: extra field not permitted",
+    ]
+    assert schema_problems({"repo_path": True}, schema) == [
+        "repo_path: expected string, got boolean"
+    ]
