@@ -10,7 +10,9 @@ from temporalio.client import Client
 
 from smyth_temporal import (
     AgentClient,
+    AgentConfig,
     AgentFailedError,
+    ConfigurationError,
 )
 from smyth_temporal.context import DEFAULT_SUMMARY_INSTRUCTIONS
 from smyth_temporal.testing import (
@@ -20,6 +22,7 @@ from smyth_temporal.testing import (
     anthropic_error,
     anthropic_turn,
 )
+from smyth_temporal.types.model import is_context_too_long, is_overloaded
 from tests.helpers.fallback_agents import ClaudeInSmallWindow, ClaudeWithFallback
 from tests.models.test_anthropic_agent import provider_for
 
@@ -123,3 +126,92 @@ async def test_a_prompt_over_the_context_window_compacts_and_the_run_completes(
     # Summarized (the summary fitted the window), not replaced by a placeholder.
     assert [c.fallback for c in state.compactions] == [False]
     assert "Quoted ACME, GLOBEX and INITECH" in str(turns[-1]["messages"])
+
+
+async def test_a_prompt_still_over_the_window_after_compacting_fails_the_run_clearly(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    turns: list[dict[str, Any]] = []
+
+    def respond(body: dict[str, Any]) -> AnthropicTurn:
+        if is_summary(body):
+            return anthropic_turn("Quoted ACME and GLOBEX so far.")
+        turns.append(body)
+        if len(turns) == 3:
+            # A window smaller than the instructions and the task: nothing fits.
+            fake.context_window = 10
+        symbol = ["ACME", "GLOBEX", "INITECH"][len(turns) - 1]
+        return anthropic_turn(
+            f"Looking up {symbol}. " + NOTES,
+            [(f"toolu_{len(turns)}", "get_quote", {"symbol": symbol})],
+        )
+
+    fake = FakeAnthropicServer(respond=respond)
+    async with (
+        fake,
+        agent_worker(client, ClaudeInSmallWindow, model=provider_for(fake), task_queue=task_queue),
+    ):
+        handle = await agents.start(ClaudeInSmallWindow, "Quote the three symbols")
+        with pytest.raises(AgentFailedError) as failed:
+            await agents.result(handle.id)
+        state = await agents.state(handle.id)
+
+    message = str(failed.value)
+    assert "model call failed at step 4" in message
+    assert "context window" in message
+    assert "compact" in message  # says it compacted (or could not) before giving up
+    assert state.status == "failed"
+    assert len(turns) == 3
+
+
+@pytest.mark.parametrize(
+    ("error_type", "details", "overloaded"),
+    [
+        ("ModelOverloaded", [], True),
+        ("ModelHTTPError", [{"status_code": 529}], True),
+        ("ModelHTTPError", [{"status_code": 503}], True),
+        ("ModelHTTPError", [{"status_code": 500}], False),
+        ("ModelHTTPError", [{"status_code": 429}], False),
+        ("ModelHTTPError", [], False),
+        ("ModelHTTPError", ["503"], False),
+        ("ModelContextTooLong", [], False),
+        ("BudgetExceededError", [], False),
+        (None, [], False),
+    ],
+)
+def test_only_overloaded_or_unavailable_endpoints_move_a_call_to_a_fallback(
+    error_type: str | None, details: list[Any], overloaded: bool
+) -> None:
+    assert is_overloaded(error_type, details) is overloaded
+
+
+@pytest.mark.parametrize(
+    ("error_type", "details", "too_long"),
+    [
+        ("ModelContextTooLong", [], True),
+        ("ModelHTTPError", [{"status_code": 400, "error_code": "context_length_exceeded"}], True),
+        ("ModelHTTPError", [{"status_code": 400, "error_code": "invalid_value"}], False),
+        ("ModelOverloaded", [], False),
+        (None, [None], False),
+    ],
+)
+def test_only_a_prompt_over_the_window_triggers_compaction(
+    error_type: str | None, details: list[Any], too_long: bool
+) -> None:
+    assert is_context_too_long(error_type, details) is too_long
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"fallback_models": "anthropic:claude-backup"},
+        {"fallback_models": [""]},
+        {"fallback_models": [None]},
+        {"fallback_models": ["m"], "fallback_after_attempts": 0},
+    ],
+)
+def test_bad_fallback_settings_are_refused_when_the_agent_is_defined(
+    options: dict[str, Any],
+) -> None:
+    with pytest.raises(ConfigurationError, match="fallback"):
+        AgentConfig(model="anthropic:claude-primary", **options)
