@@ -3,8 +3,9 @@
 A run R sees a memory written by workflow W at step S iff W is R, or W is an ancestor
 of R and S is at most the step R's line branched off W, or W is an ordinary run that
 is no ancestor of R (shared memory stays shared). A fork's memories are seen by nobody
-else. Checked for the pure ``MemoryView.sees`` and for what a real store (Qdrant Edge)
-returns to a recall with the view's filter.
+else. Checked for the pure ``MemoryView.sees`` and for what a store (Qdrant Edge, and
+qdrant-client's local mode for the server store's filter translation) returns to a
+recall with the view's filter.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smyth_temporal.agent.memory import _lineage
-from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager, QdrantServerStore
+from smyth_temporal.memory._store import MemoryStore
 from smyth_temporal.types.agent import ForkOrigin
 from smyth_temporal.types.memory import (
     MemoryScope,
@@ -109,10 +111,16 @@ def test_a_recall_returns_from_the_store_exactly_the_views_memories(data: st.Dat
     parents = data.draw(family())
     written = data.draw(writes(parents))
     reader = data.draw(RUNS)
+    backend = data.draw(st.sampled_from(["edge", "local"]))
 
     async def recalled() -> set[str]:
         with tempfile.TemporaryDirectory() as path:
-            manager = MemoryManager(EdgeStore(Path(path) / "memory"), HashEmbedder(16))
+            store: MemoryStore = (
+                EdgeStore(Path(path) / "memory")
+                if backend == "edge"
+                else QdrantServerStore(location=":memory:")
+            )
+            manager = MemoryManager(store, HashEmbedder(16))
             try:
                 for i, (writer, step) in enumerate(written):
                     await manager.remember(
