@@ -36,3 +36,19 @@ class ClaudeInSmallWindow(AgentWorkflow):
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         return await self.run_agent(input)
+
+
+@workflow.defn
+class GPTWithFallbacks(AgentWorkflow):
+    """Two fallbacks on an OpenAI-compatible endpoint, one attempt at each before moving."""
+
+    config = AgentConfig(
+        model="gpt-primary",
+        fallback_models=["gpt-backup", "gpt-last-resort"],
+        fallback_after_attempts=1,
+        instructions="Answer in one sentence.",
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

@@ -15,15 +15,19 @@ from smyth_temporal import (
     ConfigurationError,
 )
 from smyth_temporal.context import DEFAULT_SUMMARY_INSTRUCTIONS
+from smyth_temporal.models import OpenAIProvider
 from smyth_temporal.testing import (
     AnthropicTurn,
     FakeAnthropicServer,
+    FakeOpenAIServer,
     agent_worker,
     anthropic_error,
     anthropic_turn,
+    chat_completion,
+    error_response,
 )
 from smyth_temporal.types.model import is_context_too_long, is_overloaded
-from tests.helpers.fallback_agents import ClaudeInSmallWindow, ClaudeWithFallback
+from tests.helpers.fallback_agents import ClaudeInSmallWindow, ClaudeWithFallback, GPTWithFallbacks
 from tests.models.test_anthropic_agent import provider_for
 
 
@@ -215,3 +219,30 @@ def test_bad_fallback_settings_are_refused_when_the_agent_is_defined(
 ) -> None:
     with pytest.raises(ConfigurationError, match="fallback"):
         AgentConfig(model="anthropic:claude-primary", **options)
+
+
+async def test_unavailable_openai_models_fall_back_in_order_and_the_last_keeps_its_retries(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    async with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            error_response(503, "primary unavailable"),
+            error_response(503, "backup unavailable"),
+            error_response(503, "last resort briefly unavailable"),
+            chat_completion("Fine."),
+        )
+        provider = OpenAIProvider(base_url=fake.base_url, api_key="sk-test-fallback")
+        async with agent_worker(client, GPTWithFallbacks, model=provider, task_queue=task_queue):
+            handle = await agents.start(GPTWithFallbacks, "hello")
+            result = await agents.result(handle.id)
+            calls = await model_calls(agents, handle.id)
+        sent = [r.json["model"] for r in fake.requests]
+
+    assert result.output == "Fine."
+    # One attempt at each fallen-back model; the last one is retried by the policy.
+    assert sent == ["gpt-primary", "gpt-backup", "gpt-last-resort", "gpt-last-resort"]
+    assert calls == [
+        ("gpt-primary", "failed"),
+        ("gpt-backup", "failed"),
+        ("gpt-last-resort", "completed"),
+    ]
