@@ -373,7 +373,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal._names",
         "smyth_temporal.clients._visibility",
     },
-    "tests.security.test_encryption": {"smyth_temporal.storage._namespaces"},
     "tests.security.test_secrets": {"smyth_temporal._redaction"},
     "tests.storage.test_storage_hardening": {"smyth_temporal._files"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},

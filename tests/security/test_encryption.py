@@ -53,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from smyth_temporal.security._plaintext import REFUSED_ENCODING
     from smyth_temporal.storage import ContentAddressedFileDriver
-    from smyth_temporal.storage._namespaces import NAMESPACES_DIR
     from smyth_temporal.testing import ScriptedModel, agent_worker, payloads_in, reply, tool_call
     from tests.agent.test_approvals import wait_for_pending
 
@@ -308,9 +307,8 @@ def sealed_client(env: WorkflowEnvironment, keys: str, monkeypatch: pytest.Monke
 
 
 def store_files(root: Path) -> list[Path]:
-    """The store's payload files (not its record of namespaces: empty files, named so)."""
-    records = root / NAMESPACES_DIR
-    return sorted(p for p in root.rglob("*") if p.is_file() and records not in p.parents)
+    """The store's payload files (not its records of namespaces, which are empty files)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.stat().st_size > 0)
 
 
 async def test_a_run_is_ciphertext_in_history_and_store(
