@@ -369,10 +369,7 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal.activities._stream",
         "smyth_temporal.clients._events",
     },
-    "tests.gateway.test_gateway_agents": {
-        "smyth_temporal._names",
-        "smyth_temporal.clients._visibility",
-    },
+    "tests.gateway.test_gateway_agents": {"smyth_temporal._names"},
     "tests.security.test_secrets": {"smyth_temporal._redaction"},
     "tests.storage.test_storage_hardening": {"smyth_temporal._files"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},

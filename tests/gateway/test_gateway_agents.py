@@ -12,7 +12,6 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient, UnknownAgentError
 from smyth_temporal._names import PROBE_ID_PREFIX
 from smyth_temporal.cli import main as cli
-from smyth_temporal.clients._visibility import executions
 from smyth_temporal.gateway import KeyStore, create_app, serve
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from tests.helpers.agents import Analyst
@@ -25,7 +24,7 @@ from tests.helpers.trader import Trader
 
 async def runs_of(client: Client, agent: str, task_queue: str) -> list[str]:
     query = f"WorkflowType = '{agent}' AND TaskQueue = '{task_queue}'"
-    return [e.id async for e in executions(client, query)]
+    return [e.id async for e in client.list_workflows(query)]
 
 
 async def test_an_agent_no_worker_has_is_a_404_and_no_run_of_it_is_left(
