@@ -6,13 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
 
 from smyth_temporal import (
     AgentClient,
     AgentConfig,
     AgentFailedError,
     ConfigurationError,
+    SmythPlugin,
 )
 from smyth_temporal.context import DEFAULT_SUMMARY_INSTRUCTIONS
 from smyth_temporal.models import OpenAIProvider
@@ -53,6 +55,7 @@ async def test_an_overloaded_model_moves_the_turn_to_the_fallback_model(
             handle = await agents.start(ClaudeWithFallback, "How are markets?")
             result = await agents.result(handle.id)
             calls = await model_calls(agents, handle.id)
+            history = await client.get_workflow_handle(handle.id).fetch_history()
         sent = [r.json["model"] for r in fake.requests]
 
     assert (result.status, result.output) == ("completed", "Markets are calm.")
@@ -63,6 +66,8 @@ async def test_an_overloaded_model_moves_the_turn_to_the_fallback_model(
         ("anthropic:claude-primary", "failed"),
         ("anthropic:claude-backup", "completed"),
     ]
+    # The run replays: the fallback is decided by recorded results only.
+    await replays(ClaudeWithFallback, history)
 
 
 async def test_a_rejected_request_never_moves_to_the_fallback_model(
@@ -84,6 +89,10 @@ async def test_a_rejected_request_never_moves_to_the_fallback_model(
 
 NOTES = "I weigh the sector, the volume and yesterday's close before I quote. " * 20
 """What the model says beside each tool call: turns much longer than a summary."""
+
+
+async def replays(agent: type, history: WorkflowHistory) -> None:
+    await Replayer(workflows=[agent], plugins=[SmythPlugin()]).replay_workflow(history)
 
 
 def is_summary(body: dict[str, Any]) -> bool:
@@ -121,6 +130,7 @@ async def test_a_prompt_over_the_context_window_compacts_and_the_run_completes(
             handle = await agents.start(ClaudeInSmallWindow, "Quote the three symbols twice")
             result = await agents.result(handle.id)
             state = await agents.state(handle.id)
+            history = await client.get_workflow_handle(handle.id).fetch_history()
         asked = [r.json for r in fake.requests if not is_summary(r.json)]
 
     assert (result.status, result.output) == ("completed", "All six quoted.")
@@ -129,6 +139,7 @@ async def test_a_prompt_over_the_context_window_compacts_and_the_run_completes(
     assert asked[6] not in turns
     # Summarized (the summary fitted the window), not replaced by a placeholder.
     assert [c.fallback for c in state.compactions] == [False]
+    await replays(ClaudeInSmallWindow, history)
     assert "Quoted ACME, GLOBEX and INITECH" in str(turns[-1]["messages"])
 
 
