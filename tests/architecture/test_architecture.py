@@ -371,7 +371,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
     },
     "tests.gateway.test_gateway_agents": {"smyth_temporal._names"},
     "tests.security.test_secrets": {"smyth_temporal._redaction"},
-    "tests.storage.test_storage_hardening": {"smyth_temporal._files"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},
     "bench.memory_recall": {"smyth_temporal.memory._manager", "smyth_temporal.memory._store"},
 }

@@ -18,7 +18,6 @@ from temporalio.converter import StorageDriverClaim, StorageDriverRetrieveContex
 from temporalio.testing import WorkflowEnvironment
 
 from smyth_temporal import AgentClient, AgentInput, ConfigurationError, SmythPlugin
-from smyth_temporal._files import private_dir
 from smyth_temporal.memory import EdgeStore
 from smyth_temporal.storage import ContentAddressedFileDriver
 from smyth_temporal.storage._gc import store_files
@@ -60,11 +59,13 @@ def test_embedded_memory_is_owner_only(tmp_path: Path, loose_umask: None) -> Non
     assert mode(tmp_path / "memory") == 0o700
 
 
-def test_a_symlinked_store_is_refused(tmp_path: Path) -> None:
+async def test_a_symlinked_store_is_refused(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    driver = ContentAddressedFileDriver(tmp_path / "link")
     with pytest.raises(ConfigurationError, match="not a symlink"):
-        private_dir(tmp_path / "link")
+        await driver.store(STORE, [payload(4000)])
+    assert list((tmp_path / "elsewhere").iterdir()) == []  # nothing written through it
 
 
 async def test_a_symlink_inside_the_store_cannot_lead_out(tmp_path: Path) -> None:
