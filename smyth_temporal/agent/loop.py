@@ -217,7 +217,15 @@ class Loop:
                     fallback=models[index + 1],
                     error=str(reason),
                 )
+                self._record_model(request.step, models[index + 1])
         raise AssertionError("unreachable: the last model's failure is raised")
+
+    def _record_model(self, step: int, model: str) -> None:
+        """Say in the run's versions that ``step`` ran on ``model`` (a fallback)."""
+        conversation = self._conversation
+        if conversation.versions:
+            moved = conversation.versions[-1].model_copy(update={"step": step, "model": model})
+            conversation.versions = record_versions(conversation.versions, moved)
 
     async def _attempt(self, request: ModelRequest, message_id: str, summary: str) -> ModelResponse:
         """One model activity for ``request``; an interrupt cancels it."""

@@ -55,6 +55,7 @@ async def test_an_overloaded_model_moves_the_turn_to_the_fallback_model(
             handle = await agents.start(ClaudeWithFallback, "How are markets?")
             result = await agents.result(handle.id)
             calls = await model_calls(agents, handle.id)
+            state = await agents.state(handle.id)
             history = await client.get_workflow_handle(handle.id).fetch_history()
         sent = [r.json["model"] for r in fake.requests]
 
@@ -65,6 +66,11 @@ async def test_an_overloaded_model_moves_the_turn_to_the_fallback_model(
     assert calls == [
         ("anthropic:claude-primary", "failed"),
         ("anthropic:claude-backup", "completed"),
+    ]
+    # The run's versions say which model step 1 finally ran on.
+    assert [(v.step, v.model) for v in state.versions] == [
+        (1, "anthropic:claude-primary"),
+        (1, "anthropic:claude-backup"),
     ]
     # The run replays: the fallback is decided by recorded results only.
     await replays(ClaudeWithFallback, history)
