@@ -27,7 +27,7 @@ class SealedStore:
     """A ``MemoryStore`` whose points keep their content encrypted (AES-256-GCM).
 
     Every payload field that is not a filter key (``INDEXED_FIELDS``: tenant,
-    namespace, agent, kind, workflow and run ids, timestamps, ``superseded``) is
+    namespace, agent, kind, workflow and run ids, branch, step, timestamps, ``superseded``) is
     sealed into one field with the same codec and keys as Temporal payloads; reads
     open it again. Filters and vector search work as before, since both use only
     what stays plain. The vectors cannot be encrypted (search needs them), and an

@@ -36,6 +36,8 @@ INDEXED_FIELDS: dict[str, str] = {
     "kind": "keyword",
     "workflow_id": "keyword",
     "run_id": "keyword",
+    "branch": "keyword",
+    "step": "integer",
     "expires_at_ts": "float",
     "created_at_ts": "float",
     "superseded": "bool",

@@ -14,7 +14,9 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
+from smyth_temporal.memory._sealed import SealedStore
 from smyth_temporal.models import ModelRequest, ModelResponse
+from smyth_temporal.security import EncryptionCodec, KeyRing, new_key
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.memory import (
     ForgetRequest,
@@ -169,3 +171,18 @@ async def test_a_fork_forgets_and_supersedes_only_the_memories_it_wrote(
     assert [r.id for r in await recall(memory, None)] == [inherited.id]
     assert await memory.forget(ForgetRequest(scope=SCOPE, ids=[own.id], view=FORK)) == 1
     assert [r.id for r in await recall(memory, FORK)] == [inherited.id]
+
+
+async def test_an_encrypted_store_keeps_a_forks_memories_apart_too(tmp_path: Path) -> None:
+    # Branch and step are filter keys: sealed with the content, the filter could not
+    # see them and a fork's memories would reach the original.
+    codec = EncryptionCodec(KeyRing.parse(new_key("k1")))
+    sealed = MemoryManager(SealedStore(EdgeStore(tmp_path / "sealed"), codec), HashEmbedder(64))
+    try:
+        await write(sealed, FACT_1, written_by("O", 1))
+        await write(sealed, FACT_3, written_by("O", 3))
+        await write(sealed, FORK_FACT, written_by("F", 3, branch="F"))
+        assert {r.text for r in await recall(sealed, None)} == {FACT_1, FACT_3}
+        assert {r.text for r in await recall(sealed, FORK)} == {FACT_1, FORK_FACT}
+    finally:
+        await sealed.close()
