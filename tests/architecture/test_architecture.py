@@ -370,7 +370,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal.clients._events",
     },
     "tests.gateway.test_gateway_agents": {"smyth_temporal._names"},
-    "tests.security.test_secrets": {"smyth_temporal._redaction"},
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},
     "bench.memory_recall": {"smyth_temporal.memory._manager", "smyth_temporal.memory._store"},
 }
