@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal import AgentClient, AgentInput, InvalidInterruptError
 from smyth_temporal.agent.tooling import idempotency_key
-from smyth_temporal.clients import _events
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import (
     AgentEvent,
@@ -204,25 +202,6 @@ async def test_a_session_reply_streams_as_it_is_written(
     assert stream.reply is not None and stream.reply.text == ANSWER
     assert "".join(c.text for c in more) == "Bye now."
     assert second.reply is not None and second.reply.number == 2
-
-
-async def test_a_turn_whose_provider_cannot_stream_is_not_held_back(
-    client: Client,
-    agents: AgentClient,
-    task_queue: str,
-    ledger: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GatedModel only completes: the turns name a live channel nobody starts. Their
-    # messages must not wait for it (with the drain wait made endless, they would).
-    monkeypatch.setattr(_events, "LIVE_DRAIN", timedelta(hours=1))
-    model = GatedModel([tool_call("get_quote", symbol="ACME"), reply(ANSWER)], held=set())
-    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
-        handle = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
-        events = await asyncio.wait_for(collect(agents, handle.id), 60)
-    assert [e for e in events if isinstance(e, TurnStarted) and e.live]
-    assert not [e for e in events if isinstance(e, TextDelta)]
-    assert events[-1].kind == "run_finished" and events[-1].output == ANSWER
 
 
 async def test_nobody_watching_starts_no_channel_and_a_late_reader_gets_the_text_so_far(

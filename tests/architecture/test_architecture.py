@@ -363,7 +363,6 @@ NOT_YET_PUBLIC: dict[str, str] = {}
 """Private modules that tests and benchmarks may still import anywhere, and why."""
 
 KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
-    "tests.agent.test_events": {"smyth_temporal.clients._events"},
     "tests.agent.test_live_channel_race": {
         "smyth_temporal._live",
         "smyth_temporal.activities._stream",

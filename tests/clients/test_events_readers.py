@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, ApprovalDecision
+from smyth_temporal import AgentClient, AgentInput, ApprovalDecision
+from smyth_temporal.clients import _events
 from smyth_temporal.testing import agent_worker, reply, tool_call
-from smyth_temporal.types import AgentEvent, TextDelta, TextReset, session_workflow_id
+from smyth_temporal.types import AgentEvent, TextDelta, TextReset, TurnStarted, session_workflow_id
+from tests.agent.test_events import ANSWER, collect
 from tests.helpers.live_agents import GatedModel, Operator
 
 SESSION = "s-fifty"
@@ -87,3 +91,22 @@ async def _pending(agents: AgentClient, workflow_id: str) -> bool:
         return bool((await agents.state(workflow_id)).pending_approvals)
     except Exception:  # the session's first message is still on its way
         return False
+
+
+async def test_a_turn_whose_provider_cannot_stream_is_not_held_back(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GatedModel only completes: the turns name a live channel nobody starts. Their
+    # messages must not wait for it (with the drain wait made endless, they would).
+    monkeypatch.setattr(_events, "LIVE_DRAIN", timedelta(hours=1))
+    model = GatedModel([tool_call("get_quote", symbol="ACME"), reply(ANSWER)], held=set())
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        handle = await agents.start(Operator, AgentInput(prompt="How is ACME?"))
+        events = await asyncio.wait_for(collect(agents, handle.id), 60)
+    assert [e for e in events if isinstance(e, TurnStarted) and e.live]
+    assert not [e for e in events if isinstance(e, TextDelta)]
+    assert events[-1].kind == "run_finished" and events[-1].output == ANSWER
