@@ -36,6 +36,7 @@ from tests.helpers.agents import Analyst, Rater, Summarizer
 from tests.helpers.budget_agents import AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
 from tests.helpers.mcp_agents import Clock
+from tests.helpers.memory_agents import Researcher
 from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 
@@ -79,6 +80,7 @@ async def test_history_replays(path: Path) -> None:
         LiveChannel,
         Trader,
         Treasurer,
+        Researcher,
     )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None

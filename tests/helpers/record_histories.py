@@ -53,6 +53,7 @@ from tests.helpers.budget_agents import PRICES_TOML, AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
+from tests.helpers.memory_agents import Researcher
 from tests.helpers.policy_agents import Treasurer
 from tests.helpers.trader import Trader
 from tests.helpers.trading import sell
@@ -197,6 +198,10 @@ QUORUM_SCENARIO = "treasurer_quorum"
 (still pending), bob's settles it, the payment runs (patch ``smyth-approval-policy``,
 0.9.0); the run publishes its quorum progress (``SmythApprovalProgress``)."""
 
+FORK_MEMORY_SCENARIO = "researcher_forked_memory"
+"""A fork of a Researcher run at step 2 (remembered at steps 1 and 3) that recalls and
+remembers in its own memory view (patch ``smyth-fork-memory``, 0.9.0)."""
+
 SCENARIOS = (
     *SCRIPTED,
     CRASH_SCENARIO,
@@ -208,6 +213,7 @@ SCENARIOS = (
     CALL_IDS_SCENARIO,
     SIGNALLED_SCENARIO,
     QUORUM_SCENARIO,
+    FORK_MEMORY_SCENARIO,
 )
 
 
@@ -463,6 +469,49 @@ async def record_signalled(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_fork_memory(client: Client, scenario: str) -> str:
+    """The fork's history: it starts from the parent's step-2 checkpoint, recalls (with its
+    view), remembers (in its branch) and answers; its episode goes to its branch too."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    parent_turns = [
+        tool_call("remember", text="ACME reports earnings on May 3", kind="fact"),
+        tool_call("get_quote", symbol="ACME"),
+        tool_call("remember", text="ACME's CFO resigned", kind="fact"),
+        reply("ACME noted."),
+    ]
+    fork_turns = {
+        3: tool_call("recall", query="ACME", k=10),
+        4: tool_call("remember", text="GLOBEX is the better buy", kind="fact"),
+        5: reply("Compared."),
+    }
+
+    def turn(request: ModelRequest) -> ModelResponse:
+        # A scripted model answers by step: the fork's steps 3-5 by what it was told.
+        if any(m.content == "Compare with GLOBEX." for m in request.messages):
+            return fork_turns[request.step]
+        return parent_turns[request.step - 1]
+
+    steps = [turn] * 5
+    with tempfile.TemporaryDirectory() as scratch:
+        memory = MemoryManager(EdgeStore(Path(scratch) / "memory"), HashEmbedder(64))
+        async with agent_worker(
+            client, Researcher, model=ScriptedModel(steps), task_queue=task_queue, memory=memory
+        ):
+            parent = await agents.start(
+                Researcher, "Learn about ACME", id=f"{workflow_id(scenario)}-parent"
+            )
+            await agents.result(parent.id)
+            fork = await agents.fork(
+                parent.id, at_step=2, prompt="Compare with GLOBEX.", id=workflow_id(scenario)
+            )
+            result = await agents.result(fork.id)
+        await memory.close()
+    if result.output != "Compared.":
+        raise RuntimeError(f"unexpected outcome: {result.status} {result.output!r}")
+    return (await fork.fetch_history()).to_json()
+
+
 async def _until(handle: WorkflowHandle[Any, Any], kind: EventType.ValueType) -> None:
     while not any(e.event_type == kind for e in (await handle.fetch_history()).events):
         await asyncio.sleep(0.05)
@@ -483,6 +532,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     CALL_IDS_SCENARIO: record_model_ids,
     SIGNALLED_SCENARIO: record_signalled,
     QUORUM_SCENARIO: record_quorum,
+    FORK_MEMORY_SCENARIO: record_fork_memory,
 }
 
 
