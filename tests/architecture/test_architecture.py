@@ -371,8 +371,6 @@ KNOWN_PRIVATE_IMPORTS: dict[str, set[str]] = {
         "smyth_temporal.activities._stream",
         "smyth_temporal.clients._events",
     },
-    # A readiness probe's run is told by its workflow id's prefix, which nothing public names.
-    "tests.gateway.test_gateway_agents": {"smyth_temporal._names"},
     # Benchmarks of private units themselves: the stream reader on a bare workflow, the
     # memory store's filters without the manager around them.
     "bench.event_latency": {"smyth_temporal.clients._stream_reader"},

@@ -10,7 +10,6 @@ import pytest
 from temporalio.client import Client
 
 from smyth_temporal import AgentClient, UnknownAgentError
-from smyth_temporal._names import PROBE_ID_PREFIX
 from smyth_temporal.cli import main as cli
 from smyth_temporal.gateway import KeyStore, create_app, serve
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
@@ -139,6 +138,6 @@ async def test_a_probe_runs_no_agent_code_even_when_the_input_has_a_default(
         assert await agents.check_served(Defaulted) is True
         [probe] = await runs_of(client, "Defaulted", task_queue)
         history = await client.get_workflow_handle(probe).fetch_history()
-    assert probe.startswith(PROBE_ID_PREFIX)
+    assert probe.startswith("smyth-probe-Defaulted-")  # as check_served documents it
     assert model.requests == []  # the model was never asked
     assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)
