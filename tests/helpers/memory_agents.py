@@ -60,3 +60,22 @@ class Archivist(AgentWorkflow):
             "recalled": [h.record.id for h in hits],
         }
         return self.finish(repr(summary))
+
+
+@workflow.defn
+class ChainedResearcher(AgentWorkflow):
+    """A Researcher that continues as new after every two steps (a fork's chain)."""
+
+    config = AgentConfig(
+        model="test-model",
+        tools=[get_quote],
+        memory_namespace="research",
+        memory_episodes=False,
+        context_budget=None,
+        continue_as_new_after_steps=2,
+        max_steps=10,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)

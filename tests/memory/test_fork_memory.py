@@ -29,7 +29,7 @@ from smyth_temporal.types.memory import (
     RememberRequest,
     SupersedeRequest,
 )
-from tests.helpers.memory_agents import Researcher, Reviewer
+from tests.helpers.memory_agents import ChainedResearcher, Researcher, Reviewer
 
 FACT_1 = "ACME reports earnings on May 3"
 FACT_3 = "ACME's CFO resigned"
@@ -186,3 +186,41 @@ async def test_an_encrypted_store_keeps_a_forks_memories_apart_too(tmp_path: Pat
         assert {r.text for r in await recall(sealed, FORK)} == {FACT_1, FORK_FACT}
     finally:
         await sealed.close()
+
+
+def chained_turn(request: ModelRequest) -> ModelResponse:
+    """The original remembers at steps 1 and 3; the fork remembers at step 3, then (in the
+    next run of its chain) recalls at step 5 and answers what it recalled."""
+    if said(request, NEW_PROMPT):
+        if request.step == 3:
+            return tool_call("remember", text=FORK_FACT, kind="fact")
+        if request.step == 5:
+            return RECALL_ALL
+        return (
+            reply(last_tool_result(request))
+            if request.step > 5
+            else tool_call("get_quote", symbol="GLOBEX")
+        )
+    return turn(request)
+
+
+async def test_a_fork_keeps_its_memory_view_after_it_continues_as_new(
+    client: Client, agents: AgentClient, task_queue: str, memory: MemoryManager
+) -> None:
+    model = ScriptedModel([chained_turn] * 30)
+    async with agent_worker(
+        client, ChainedResearcher, model=model, task_queue=task_queue, memory=memory
+    ):
+        original = await agents.start(
+            ChainedResearcher, AgentInput(prompt="Learn about ACME", tenant="t1")
+        )
+        assert (await agents.result(original.id)).steps == 4
+        fork = await agents.fork(original.id, at_step=2, prompt=NEW_PROMPT)
+        forked = await agents.result(fork.id)
+        history = await client.get_workflow_handle(fork.id).fetch_history()
+
+    # The recall at step 5 ran in a later run of the fork's chain than its remember.
+    started = history.events[0].workflow_execution_started_event_attributes
+    assert forked.steps == 6 and started.continued_execution_run_id
+    assert FACT_1 in forked.output and FORK_FACT in forked.output
+    assert FACT_3 not in forked.output
