@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -149,7 +151,7 @@ class MemoryManager:
         """Delete memories of the scope by id or by kind; returns how many."""
         collection = await self._collection()
         if request.ids is not None:
-            points = await self.store.retrieve(collection, request.ids)
+            points = await self.store.retrieve(collection, _possible_ids(request.ids))
             # Ids are guessable (derived from content); the scope check is what keeps
             # one tenant from deleting another's memories.
             doomed = [p.id for p in points if _owned(p, request.scope, request.view)]
@@ -173,7 +175,7 @@ class MemoryManager:
         collection = await self._collection()
         old = [
             p
-            for p in await self.store.retrieve(collection, [request.old_id])
+            for p in await self.store.retrieve(collection, _possible_ids([request.old_id]))
             if _owned(p, request.scope, request.view)
         ]
         if not old:
@@ -321,3 +323,20 @@ def _to_record(point: StoredPoint) -> MemoryRecord:
         superseded_by=payload.get("superseded_by"),
         metadata=dict(payload.get("metadata") or {}),
     )
+
+
+def _possible_ids(ids: Sequence[str]) -> list[str]:
+    """The ids that could name a memory: UUIDs (every memory id is one).
+
+    Anything else (a model's made-up id, a fuzzer's ``0``) names no memory, so it is
+    left out rather than sent to the store, which refuses to parse it; the activity
+    would then fail on every retry and the caller wait for ever.
+    """
+    possible: list[str] = []
+    for memory in ids:
+        try:
+            uuid.UUID(memory)
+        except (ValueError, TypeError):
+            continue
+        possible.append(memory)
+    return possible

@@ -33,6 +33,7 @@ from temporalio.service import RPCError
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.gateway import ROLES, GatewayOptions, KeyStore, create_app
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.testing import agent_worker, new_task_queue
 from tests.helpers.agents import Analyst
 from tests.helpers.cli_models import trader as trader_model
@@ -71,8 +72,16 @@ async def _serve(address: str, keys_path: Path, fuzzed: Fuzzed) -> None:
     options = GatewayOptions(auth_burst=100_000, worker_timeout=5.0, pickup_timeout=5.0)
     app = create_app(agents, SERVED, keys=store, options=options)
     fuzzed.agents = list(app.state.gateway.agent_names)
+    # Every worker serves memory: its own store, not the default under the current
+    # directory, which another test of this process may hold open with other settings.
+    memory = MemoryManager(EdgeStore(keys_path.parent / "memory"), HashEmbedder(64))
     worker = agent_worker(
-        agents.client, Trader, Analyst, model=trader_model(), task_queue=agents.task_queue
+        agents.client,
+        Trader,
+        Analyst,
+        model=trader_model(),
+        task_queue=agents.task_queue,
+        memory=memory,
     )
     async with worker, serving(app) as url:
         # As `smyth serve` does at start-up: the agents the worker lacks (Operator,

@@ -46,7 +46,14 @@ from smyth_temporal.memory._store import (
     StoredPoint,
     StoreFilter,
 )
-from smyth_temporal.types.memory import ListRequest, MemoryScope, RecallRequest, RememberRequest
+from smyth_temporal.types.memory import (
+    ForgetRequest,
+    ListRequest,
+    MemoryScope,
+    RecallRequest,
+    RememberRequest,
+    SupersedeRequest,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     # qdrant-client's local mode warns that it ignores payload indexes; we know.
@@ -647,3 +654,25 @@ async def test_reads_across_a_tenants_namespaces_never_across_tenants(
         ListRequest()
     with pytest.raises(ValueError, match="name a scope, or a tenant"):
         ListRequest(tenant="acme", scope=MemoryScope(tenant="acme", namespace="x"))
+
+
+@pytest.mark.parametrize("odd", ["0", "", "call_1_0", "%3B%26", "1" * 64])
+async def test_an_id_that_names_no_memory_is_forgotten_as_none_not_retried_for_ever(
+    tmp_path: Path, odd: str
+) -> None:
+    # A model's made-up id or a fuzzer's "0" reached the store, which refused to parse
+    # it: the forget activity failed on every retry and the gateway's DELETE hung.
+    manager = MemoryManager(EdgeStore(tmp_path / "memory"), HashEmbedder(64))
+    scope = MemoryScope(tenant="t1", namespace="research")
+    now = datetime.now(UTC)
+    [kept] = await manager.remember(RememberRequest(scope=scope, texts=["ACME"], created_at=now))
+    try:
+        assert await manager.forget(ForgetRequest(scope=scope, ids=[odd])) == 0
+        with pytest.raises(KeyError):
+            await manager.supersede(
+                SupersedeRequest(scope=scope, old_id=odd, text="GLOBEX", created_at=now)
+            )
+        # A real id beside an odd one is still forgotten.
+        assert await manager.forget(ForgetRequest(scope=scope, ids=[odd, kept.id])) == 1
+    finally:
+        await manager.close()
