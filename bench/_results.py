@@ -23,6 +23,8 @@ from typing import Any
 
 import temporalio
 
+from bench._common import percentile
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 """Where ``make bench`` writes the JSON, the summary and the plots."""
 
@@ -98,6 +100,26 @@ def headline(
     if key is not None:
         row["key"] = key
     return row
+
+
+def percentile_rows(
+    metric: str, smyth: list[float], baseline: list[float], note: str
+) -> list[dict[str, Any]]:
+    """Print p50 and p95 (ms) of both sides and their ratios; one headline row each.
+
+    ``smyth`` and ``baseline`` are seconds, measured in the same run of the bench.
+    """
+    for name, values in (("smyth", smyth), ("baseline", baseline)):
+        print(
+            f"{name:9} p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
+            f"p95 {percentile(values, 0.95) * 1000:6.1f} ms  (n={len(values)})"
+        )
+    rows = []
+    for label, fraction in (("p50", 0.5), ("p95", 0.95)):
+        ours, theirs = percentile(smyth, fraction) * 1000, percentile(baseline, fraction) * 1000
+        print(f"ratio {label}: {ours / theirs:.2f}x")
+        rows.append(headline(f"{metric}, {label}", round(ours, 1), round(theirs, 1), "ms", note))
+    return rows
 
 
 def write_json(

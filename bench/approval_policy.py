@@ -31,9 +31,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from bench._common import percentile
 from bench._policy_agents import PLAIN_RELEASE_ACTIVITY, STARTS, PlainQuorum, QuorumBench
-from bench._results import headline, write_json
+from bench._results import percentile_rows, write_json
 from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.testing import ScriptedModel, reply, start_dev_environment, tool_call
 
@@ -107,24 +106,12 @@ async def main() -> None:
                 if round_ >= 2:
                     smyth.append(one)
                     plain.append(other)
-    rows = []
-    for name, values in (("smyth", smyth), ("baseline", plain)):
-        print(
-            f"{name:9} p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
-            f"p95 {percentile(values, 0.95) * 1000:6.1f} ms  (n={len(values)})"
-        )
-    for label, fraction in (("p50", 0.5), ("p95", 0.95)):
-        ours, theirs = percentile(smyth, fraction) * 1000, percentile(plain, fraction) * 1000
-        print(f"ratio {label}: {ours / theirs:.2f}x")
-        rows.append(
-            headline(
-                f"last quorum decision to the tool starting, {label}",
-                round(ours, 1),
-                round(theirs, 1),
-                "ms",
-                "baseline: a plain workflow counting approvals from an update, then one activity",
-            )
-        )
+    rows = percentile_rows(
+        "last quorum decision to the tool starting",
+        smyth,
+        plain,
+        "baseline: a plain workflow counting approvals from an update, then one activity",
+    )
     if args.json is not None:
         write_json(args.json, "approval_policy", rows, {"smyth_s": smyth, "baseline_s": plain})
 

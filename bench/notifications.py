@@ -41,9 +41,8 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from bench._common import percentile
 from bench._notify_agents import PLAIN_NOTIFY_ACTIVITY, NotifyBench, PlainNotify
-from bench._results import headline, write_json
+from bench._results import percentile_rows, write_json
 from smyth_temporal import AgentClient, AgentInput, SmythPlugin, configure_logging
 from smyth_temporal.notifications import Notifications
 from smyth_temporal.testing import ScriptedModel, start_dev_environment, tool_call
@@ -165,24 +164,12 @@ async def main() -> None:
                     await asyncio.sleep(0.01)
             await asyncio.gather(*(handle.terminate("bench") for handle in started))
     receiver.server.shutdown()
-    rows = []
-    for name, values in (("smyth", smyth), ("baseline", plain)):
-        print(
-            f"{name:9} p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
-            f"p95 {percentile(values, 0.95) * 1000:6.1f} ms  (n={len(values)})"
-        )
-    for label, fraction in (("p50", 0.5), ("p95", 0.95)):
-        ours, theirs = percentile(smyth, fraction) * 1000, percentile(plain, fraction) * 1000
-        print(f"ratio {label}: {ours / theirs:.2f}x")
-        rows.append(
-            headline(
-                f"approval request to webhook received, {label}",
-                round(ours, 1),
-                round(theirs, 1),
-                "ms",
-                "baseline: a plain workflow starting one activity that posts the webhook",
-            )
-        )
+    rows = percentile_rows(
+        "approval request to webhook received",
+        smyth,
+        plain,
+        "baseline: a plain workflow starting one activity that posts the webhook",
+    )
     if args.json is not None:
         write_json(args.json, "notifications", rows, {"smyth_s": smyth, "baseline_s": plain})
 
