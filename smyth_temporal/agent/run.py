@@ -32,6 +32,7 @@ from smyth_temporal.tools import Tool, ToolExecutor
 from smyth_temporal.types.agent import AgentInput, AgentResult
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.rewind import RewindNotice
 
 __all__ = ["AgentHooks", "Run"]
 
@@ -153,6 +154,9 @@ class Run:
     """The interrupt waiting to be taken, if any."""
     started: AgentInput | None = None
     """The input the run started with (``None`` until ``begin`` or the constructor sets it)."""
+    rewind: RewindNotice | None = None
+    """What the rewind that made this run said (``None``: not rewound); the tool runner
+    reconciles the side effects it lists. Added in 0.10.0."""
     _offered: tuple[int, list[Tool]] | None = field(default=None, init=False, repr=False)
 
     @classmethod
