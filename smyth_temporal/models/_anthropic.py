@@ -34,13 +34,7 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal._redaction import masked_cause, register_secret
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.models._errors import (
-    _reason,
-    _retry_after,
-    _truncate,
-    is_retryable_status,
-    to_application_error,
-)
+from smyth_temporal.models._errors import _retry_after, status_failure, to_application_error
 from smyth_temporal.models._openai import _MASKED_PLAIN_KEY_LENGTH
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, _final_answer
 from smyth_temporal.models._provider import TextSink
@@ -249,41 +243,15 @@ def _from_status_error(exc: anthropic.APIStatusError) -> ApplicationError:
     error = exc.body.get("error") if isinstance(exc.body, dict) else None
     error_type = error.get("type") if isinstance(error, dict) else None
     text = error.get("message") if isinstance(error, dict) else None
-    message = _truncate(text) if isinstance(text, str) else ""
-    retry_after = _retry_after(exc.response.headers) if is_retryable_status(status) else None
-    details = {
-        "status_code": status,
-        "error_type": error_type,
-        "request_id": exc.request_id,
-        "retry_after_seconds": retry_after.total_seconds() if retry_after is not None else None,
-    }
-    label = f"{status} {_reason(status) or error_type or ''}".rstrip()
-    if status == 529 or error_type == "overloaded_error":
-        return ApplicationError(
-            f"model endpoint overloaded ({label}): {message}",
-            details,
-            type="ModelOverloaded",
-            next_retry_delay=retry_after,
-        )
-    if status in (400, 413) and _too_long(message):
-        return ApplicationError(
-            f"the prompt is longer than the model's context window ({label}): {message}",
-            details,
-            type="ModelContextTooLong",
-            non_retryable=True,
-        )
-    if is_retryable_status(status):
-        return ApplicationError(
-            f"model endpoint failed ({label}): {message}",
-            details,
-            type="ModelHTTPError",
-            next_retry_delay=retry_after,
-        )
-    return ApplicationError(
-        f"model endpoint rejected the request ({label}): {message}",
-        details,
-        type="ModelHTTPError",
-        non_retryable=True,
+    message = text if isinstance(text, str) else ""
+    return status_failure(
+        status,
+        message,
+        error_type=error_type,
+        request_id=exc.request_id,
+        retry_after=_retry_after(exc.response.headers),
+        overloaded=status == 529 or error_type == "overloaded_error",
+        too_long=_too_long(message),
     )
 
 

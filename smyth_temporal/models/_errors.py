@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal._redaction import redact
 from smyth_temporal.exceptions import ModelError, ModelHTTPError, UserError
 
-__all__ = ["is_retryable_status", "to_application_error"]
+__all__ = ["capped_delay", "is_retryable_status", "status_failure", "to_application_error"]
 
 # The longest server-requested wait we honour. ``next_retry_delay`` replaces the retry
 # policy's backoff for that attempt, so the policy's ``maximum_interval`` does not
@@ -154,6 +154,88 @@ def _from_status_error(exc: openai.APIStatusError) -> ApplicationError:
     )
 
 
+def status_failure(
+    status: int,
+    message: str,
+    *,
+    error_type: str | None = None,
+    request_id: str | None = None,
+    retry_after: timedelta | None = None,
+    overloaded: bool = False,
+    too_long: bool = False,
+) -> ApplicationError:
+    """A native provider's HTTP error as the ``ApplicationError`` Temporal retries by.
+
+    One classification for the vendors' SDKs (Anthropic's, Google's), each of which
+    reads the status, the message and the hints out of its own error shape:
+
+    * ``overloaded`` (Anthropic's 529, Gemini's 503 ``UNAVAILABLE``): retryable
+      ``ModelOverloaded``, which moves the turn to a fallback model;
+    * ``too_long`` on a 400 or 413 (the prompt exceeds the context window): final
+      ``ModelContextTooLong``, which makes the agent compact and take the turn again;
+    * otherwise ``ModelHTTPError``, retryable for 408, 409, 429 and 5xx (waiting
+      ``retry_after`` first, when the server said how long), final for other 4xx.
+
+    Args:
+        status: The HTTP status.
+        message: The provider's own message (truncated and masked here).
+        error_type: The provider's name for the error (``rate_limit_error``,
+            ``RESOURCE_EXHAUSTED``).
+        request_id: The provider's id of the request, for its support.
+        retry_after: How long the server asked to wait (already capped).
+        overloaded: The provider says it could not take the call for load.
+        too_long: The provider says the prompt is longer than the context window.
+
+    Returns:
+        The error to raise from the activity.
+    """
+    text = _truncate(message)
+    retryable = is_retryable_status(status)
+    delay = retry_after if retryable or overloaded else None
+    details = {
+        "status_code": status,
+        "error_type": error_type,
+        "request_id": request_id,
+        "retry_after_seconds": delay.total_seconds() if delay is not None else None,
+    }
+    label = f"{status} {_reason(status) or error_type or ''}".rstrip()
+    if overloaded:
+        return ApplicationError(
+            f"model endpoint overloaded ({label}): {text}",
+            details,
+            type="ModelOverloaded",
+            next_retry_delay=delay,
+        )
+    if status in (400, 413) and too_long:
+        return ApplicationError(
+            f"the prompt is longer than the model's context window ({label}): {text}",
+            details,
+            type="ModelContextTooLong",
+            non_retryable=True,
+        )
+    if retryable:
+        return ApplicationError(
+            f"model endpoint failed ({label}): {text}",
+            details,
+            type="ModelHTTPError",
+            next_retry_delay=delay,
+        )
+    return ApplicationError(
+        f"model endpoint rejected the request ({label}): {text}",
+        details,
+        type="ModelHTTPError",
+        non_retryable=True,
+    )
+
+
+def capped_delay(seconds: float | None) -> timedelta | None:
+    """A server-requested wait as a retry delay: capped at five minutes, None if not positive."""
+    if seconds is None or math.isnan(seconds) or seconds <= 0:
+        return None
+    # Cap before building the timedelta: an absurd value (1e300) would overflow it.
+    return timedelta(seconds=min(seconds, _MAX_RETRY_AFTER.total_seconds()))
+
+
 def _reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -189,10 +271,7 @@ def _retry_after(headers: Mapping[str, str]) -> timedelta | None:
         seconds = _parse_seconds(value, divisor=1.0)
         if seconds is None and value is not None:
             seconds = _parse_http_date(value)
-    if seconds is None or seconds <= 0:
-        return None
-    # Cap before building the timedelta: an absurd value (1e300) would overflow it.
-    return timedelta(seconds=min(seconds, _MAX_RETRY_AFTER.total_seconds()))
+    return capped_delay(seconds)
 
 
 def _parse_seconds(value: str | None, *, divisor: float) -> float | None:

@@ -31,23 +31,18 @@ Built on the standard library (``http.server``) in a daemon thread.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import hashlib
 import hmac
 import json
 import math
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
-from smyth_temporal.testing._fake_openai import RecordedRequest
+from smyth_temporal.testing._fake_http import Exchange, FakeHTTPServer
 
 __all__ = [
     "AnthropicTurn",
@@ -124,7 +119,7 @@ def anthropic_error(
     )
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(FakeHTTPServer):
     """A fake Messages API on 127.0.0.1 and an ephemeral port (``with`` or ``async with``).
 
     Point ``anthropic.AsyncAnthropic(base_url=server.base_url, ...)`` at it. With no
@@ -145,57 +140,13 @@ class FakeAnthropicServer:
                 for runs whose requests are not known in advance (a compaction's
                 summary call comes between two turns).
         """
+        super().__init__()
         self.context_window = context_window
         self._respond = respond
-        self._lock = threading.Lock()
         self._queue: collections.deque[AnthropicTurn] = collections.deque()
-        self._requests: list[RecordedRequest] = []
         self._reports: list[CacheReport] = []
         self._cache: set[str] = set()
         self._key = uuid.uuid4().bytes
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Bind the port and serve in a daemon thread."""
-        self._httpd = _Server(("127.0.0.1", 0), _Handler, self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving; safe to call more than once."""
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
-
-    @property
-    def base_url(self) -> str:
-        """The base URL for the ``anthropic`` client: ``http://127.0.0.1:PORT``."""
-        if self._httpd is None:
-            raise RuntimeError("FakeAnthropicServer is not running; call start() first")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def enqueue(self, *turns: AnthropicTurn) -> None:
         """Append answers for the next requests, served in order."""
@@ -203,16 +154,29 @@ class FakeAnthropicServer:
             self._queue.extend(turns)
 
     @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request received, in order."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
     def reports(self) -> list[CacheReport]:
         """The usage reported for each message answered, in order."""
         with self._lock:
             return list(self._reports)
+
+    def answer(self, exchange: Exchange) -> None:
+        """Answer ``POST /v1/messages`` (JSON or streamed); anything else is a 404."""
+        body = exchange.request.json
+        path = urlsplit(exchange.request.path).path.rstrip("/")
+        if path != _MESSAGES_PATH or not isinstance(body, dict):
+            exchange.send_json(*_error(404, "not_found_error", f"no such endpoint: {path}"))
+            return
+        try:
+            status, answer, extra = self._answer(body)
+        except Exception as exc:  # a request the fake cannot read: say so, as a 500
+            status, answer, extra = _error(500, "api_error", f"fake server failed: {exc!r}")
+        if status != 200 or body.get("stream") is not True:
+            exchange.send_json(status, answer, extra)
+            return
+        exchange.start_stream()
+        for name, event in _events(answer):
+            exchange.event(json.dumps(event), name)
+        exchange.end_stream()
 
     def sign(self, thinking: str) -> str:
         """The signature this server gives a thinking block with this text."""
@@ -380,70 +344,3 @@ def _words(text: str) -> list[str]:
     pieces = [word + " " for word in text.split(" ")]
     pieces[-1] = pieces[-1][:-1]
     return [p for p in pieces if p] or [""]
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        fake: FakeAnthropicServer,
-    ) -> None:
-        super().__init__(address, handler)
-        self.fake = fake
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = 30
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        fake = self.server.fake
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        recorded = RecordedRequest("POST", self.path, headers, body, raw, time.monotonic())
-        with fake._lock:
-            fake._requests.append(recorded)
-        if urlsplit(self.path).path.rstrip("/") != _MESSAGES_PATH or not isinstance(body, dict):
-            self._send(*_error(404, "not_found_error", f"no such endpoint: {self.path}"))
-            return
-        try:
-            status, answer, extra = fake._answer(body)
-        except Exception as exc:  # a request the fake cannot read: say so, as a 500
-            status, answer, extra = _error(500, "api_error", f"fake server failed: {exc!r}")
-        if status != 200 or body.get("stream") is not True:
-            self._send(status, answer, extra)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for name, event in _events(answer):
-            self._chunk(f"event: {name}\ndata: {json.dumps(event)}\n\n".encode())
-        self._chunk(b"")
-
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
