@@ -1,4 +1,4 @@
-"""Model providers (worker side): the interface, routing, the OpenAI-compatible one and Anthropic's.
+"""Model providers (worker side): the interface, routing, OpenAI (chat, Responses), Anthropic.
 
 Workflow code never imports this package; it sends ``ModelRequest``s to the model
 activity by name. The OpenAI provider (and the ``openai`` package) loads on first use,
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from smyth_temporal.models._anthropic import AnthropicProvider
     from smyth_temporal.models._errors import to_application_error
     from smyth_temporal.models._openai import OpenAIProvider
+    from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
 
 __all__ = [
     "AnthropicProvider",
@@ -31,6 +32,7 @@ __all__ = [
     "ModelResponse",
     "ModelRouter",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
     "ProviderPrefixes",
     "StreamingModelProvider",
     "TextSink",
@@ -50,6 +52,10 @@ def __getattr__(name: str) -> Any:
         from smyth_temporal.models._openai import OpenAIProvider
 
         return OpenAIProvider
+    if name == "OpenAIResponsesProvider":
+        from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
+
+        return OpenAIResponsesProvider
     if name == "to_application_error":
         from smyth_temporal.models._errors import to_application_error
 

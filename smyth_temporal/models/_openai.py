@@ -29,6 +29,7 @@ __all__ = [
     "FINAL_ANSWER_TOOL",
     "OpenAIProvider",
     "StructuredOutput",
+    "openai_client",
 ]
 
 StructuredOutput = Literal["json_schema", "tool"]
@@ -93,27 +94,8 @@ class OpenAIProvider:
                 the secret named is not allowed or not set on this worker.
         """
         if client is None:
-            from openai import AsyncOpenAI
-
-            endpoint = ModelSettings.load()
-            if isinstance(api_key, SecretRef):
-                # resolve() registers the value for masking itself.
-                key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
-            else:
-                found = endpoint.openai_api_key
-                key = api_key or (found.get_secret_value() if found is not None else None)
-                if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
-                    register_secret("OPENAI_API_KEY", key)
-            if not key:
-                raise ConfigurationError(
-                    "the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "
-                    "(any value for endpoints without keys) or choose another provider"
-                )
-            client = AsyncOpenAI(
-                base_url=base_url or endpoint.openai_base_url or None,
-                api_key=key,
-                max_retries=0,
-                timeout=timeout,
+            client = openai_client(
+                base_url=base_url, api_key=api_key, timeout=timeout, secrets=secrets
             )
         self._client = client
         self._structured_output = structured_output
@@ -217,6 +199,45 @@ class OpenAIProvider:
                 if text and on_text is not None:
                     on_text(text)
         return streamed.completion()
+
+
+def openai_client(
+    *,
+    base_url: str | None,
+    api_key: str | SecretRef | None,
+    timeout: float,
+    secrets: Secrets | None,
+) -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` client with its retries off, its key checked and masked.
+
+    The arguments are ``OpenAIProvider``'s; the endpoint and key default to
+    ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
+
+    Raises:
+        ConfigurationError: No key given or set, or the secret named cannot be resolved.
+    """
+    from openai import AsyncOpenAI
+
+    endpoint = ModelSettings.load()
+    if isinstance(api_key, SecretRef):
+        # resolve() registers the value for masking itself.
+        key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
+    else:
+        found = endpoint.openai_api_key
+        key = api_key or (found.get_secret_value() if found is not None else None)
+        if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
+            register_secret("OPENAI_API_KEY", key)
+    if not key:
+        raise ConfigurationError(
+            "the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "
+            "(any value for endpoints without keys) or choose another provider"
+        )
+    return AsyncOpenAI(
+        base_url=base_url or endpoint.openai_base_url or None,
+        api_key=key,
+        max_retries=0,
+        timeout=timeout,
+    )
 
 
 async def _with_openai_errors(

@@ -86,6 +86,8 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
     Bare names and ``openai:NAME`` go to the OpenAI-compatible provider
     (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), built now so that a worker without its
     key fails at start, unless the worker has only ``ANTHROPIC_API_KEY``;
+    ``openai-responses:NAME`` goes to ``OpenAIResponsesProvider`` (the same endpoint
+    and key, built when the OpenAI-compatible one is);
     ``anthropic:NAME`` goes to ``AnthropicProvider`` (``ANTHROPIC_BASE_URL``,
     ``ANTHROPIC_API_KEY``), built now if the key is set (else its first call fails,
     final, naming the variable).
@@ -102,6 +104,15 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
             api_key=key.get_secret_value() if key is not None else None,
         )
 
+    def openai_responses_provider() -> ModelProvider:
+        from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
+
+        key = settings.openai_api_key
+        return OpenAIResponsesProvider(
+            base_url=settings.openai_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+
     def anthropic_provider() -> ModelProvider:
         from smyth_temporal.models._anthropic import AnthropicProvider
 
@@ -114,7 +125,10 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
     has_anthropic = settings.anthropic_api_key is not None
     only_anthropic = settings.openai_api_key is None and has_anthropic
     openai = openai_provider if only_anthropic else openai_provider()
+    responses = openai_responses_provider if only_anthropic else openai_responses_provider()
     # Built now when its key is set: importing the SDK inside the first model call would
     # hold the event loop long enough (seconds on a loaded worker) to miss heartbeats.
     anthropic = anthropic_provider() if has_anthropic else anthropic_provider
-    return ProviderPrefixes(openai, {"openai": openai, "anthropic": anthropic})
+    return ProviderPrefixes(
+        openai, {"openai": openai, "openai-responses": responses, "anthropic": anthropic}
+    )

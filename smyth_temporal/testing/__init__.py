@@ -10,7 +10,8 @@
 - ``agent_worker``: a worker for some agents with a given model provider.
 - ``FakeOpenAIServer``: an OpenAI-compatible HTTP endpoint on loopback, to test the
   real ``openai`` client path without a real model; it streams a reply's text
-  in the pieces ``text_pieces`` splits it into.
+  in the pieces ``text_pieces`` splits it into, and speaks the Responses API too
+  (``responses_answer``).
 - ``payloads_in``: every ``Payload`` in a history event or a whole history, to assert
   what a run stored (nothing in plaintext, no payload over a size).
 
@@ -53,6 +54,7 @@ from smyth_temporal.testing._fake_openai import (
     chat_completion,
     error_response,
 )
+from smyth_temporal.testing._fake_responses import responses_answer
 from smyth_temporal.testing._fake_stream import text_pieces
 from smyth_temporal.testing._replay_model import ReplayModel
 from smyth_temporal.testing._scripted import (
@@ -92,6 +94,7 @@ __all__ = [
     "raw_tool_call",
     "register_search_attributes",
     "reply",
+    "responses_answer",
     "scripted_summary",
     "start_dev_environment",
     "start_time_skipping_environment",

@@ -10,6 +10,9 @@ below speaks just enough of the OpenAI HTTP API for that:
   gets its completion as OpenAI streams one: server-sent ``chat.completion.chunk``
   events, the text a word at a time, tool-call arguments in pieces, usage last if
   ``stream_options.include_usage`` asks for it, then ``data: [DONE]``.
+* ``POST /v1/responses`` answers from the same script, as the Responses API
+  (``responses_answer`` builds a ``response`` object; ``_fake_responses`` says how
+  the server seals reasoning items, counts cached tokens and streams). Added in 0.10.0.
 * ``POST /v1/embeddings`` answers on its own with deterministic vectors
   (:func:`fake_embedding`), so memory features can be tested without scripting.
 * Every request is recorded (:attr:`FakeOpenAIServer.requests`).
@@ -39,12 +42,13 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
+from smyth_temporal.testing._fake_responses import ResponsesLedger, plan_responses_stream
 from smyth_temporal.testing._fake_stream import StreamPlan, plan_stream
 
 __all__ = [
@@ -58,6 +62,7 @@ __all__ = [
 
 _CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
 _EMBEDDINGS_PATH = "/v1/embeddings"
+_RESPONSES_PATH = "/v1/responses"
 _DEFAULT_EMBEDDING_DIMENSIONS = 8
 # Large enough for any test, small enough that a typo cannot make the server build a
 # multi-gigabyte response.
@@ -269,6 +274,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._queue: collections.deque[FakeResponse] = collections.deque()
         self._requests: list[RecordedRequest] = []
+        self._responses = ResponsesLedger()
         # Set on stop, so handlers sleeping through a scripted delay wake up at once
         # instead of holding the test up.
         self._stopping = threading.Event()
@@ -473,6 +479,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = urlsplit(self.path).path.rstrip("/")
         if self.command == "POST" and route == _CHAT_COMPLETIONS_PATH:
             self._chat_completion(fake, recorded)
+        elif self.command == "POST" and route == _RESPONSES_PATH:
+            self._responses(fake, recorded)
         elif self.command == "POST" and route == _EMBEDDINGS_PATH:
             self._embeddings(decoded)
         else:
@@ -493,14 +501,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
-    def _chat_completion(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
+    def _scripted(self, fake: FakeOpenAIServer, path: str) -> FakeResponse | None:
+        """The next scripted response, after its delay (``None``: the server stopped)."""
         response = fake._next_response()
         if response is None:
             response = FakeResponse(
                 status=500,
                 body=_error_body(
-                    "fake OpenAI server has no scripted response for POST "
-                    f"{_CHAT_COMPLETIONS_PATH}; call server.enqueue(...) before the request",
+                    f"fake OpenAI server has no scripted response for POST {path}; "
+                    "call server.enqueue(...) before the request",
                     "fake_server_error",
                     "no_scripted_response",
                 ),
@@ -508,18 +517,58 @@ class _Handler(BaseHTTPRequestHandler):
         if response.delay > 0 and not fake._wait(response.delay):
             # Stopped while waiting: hang up rather than answer a client that is gone.
             self.close_connection = True
+            return None
+        return response
+
+    def _chat_completion(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
+        response = self._scripted(fake, _CHAT_COMPLETIONS_PATH)
+        if response is None:
             return
         plan = _stream_plan(response, request.json) if request.streamed else None
+        self._answer(fake, response, plan)
+
+    def _responses(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
+        refusal = fake._responses.refusal(request.json)
+        if refusal is not None:
+            self._send(error_response(400, refusal, code="invalid_encrypted_content"))
+            return
+        response = self._scripted(fake, _RESPONSES_PATH)
+        if response is None:
+            return
+        body = response.body
+        if response.status != 200 or not isinstance(body, dict) or "output" not in body:
+            self._send(response)  # errors, and bodies that are not responses, as they are
+            return
+        response = replace(response, body=fake._responses.finish(body, request.json))
+        assert response.body is not None
+        plan = plan_responses_stream(response.body) if request.streamed else None
+        self._answer(fake, response, plan, named=True)
+
+    def _answer(
+        self,
+        fake: FakeOpenAIServer,
+        response: FakeResponse,
+        plan: StreamPlan | None,
+        *,
+        named: bool = False,
+    ) -> None:
+        """Send ``response`` whole, or streamed as ``plan`` says."""
         if plan is None:
             self._send(response)
             return
         try:
-            self._stream(fake, response, plan)
+            self._stream(fake, response, plan, named=named)
         except ConnectionError:
             self.close_connection = True  # the client gave up midway
 
-    def _stream(self, fake: FakeOpenAIServer, response: FakeResponse, plan: StreamPlan) -> None:
-        """Send a completion as server-sent events, in the chunked transfer encoding."""
+    def _stream(
+        self, fake: FakeOpenAIServer, response: FakeResponse, plan: StreamPlan, *, named: bool
+    ) -> None:
+        """Send a completion as server-sent events, in the chunked transfer encoding.
+
+        ``named``: each event has an ``event:`` line with its data's ``type`` and the
+        stream ends without ``[DONE]`` (the Responses API's streams).
+        """
         self.send_response(response.status)
         headers = {"Content-Type": "text/event-stream; charset=utf-8"}
         headers.update(response.headers)
@@ -527,26 +576,28 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        self._send_event(plan.opening)
+        self._send_event(plan.opening, named)
         if response.first_token_delay > 0 and not fake._wait(response.first_token_delay):
             self.close_connection = True
             return
         for index, chunk in enumerate(plan.pieces):
             if index == response.drop_after:
                 break
-            self._send_event(chunk)
+            self._send_event(chunk, named)
         if response.drop_after is not None:
             # Closing without the chunked body's last, empty chunk: the client sees
             # the body cut off (httpx: "incomplete chunked read"), not a short stream.
             self.close_connection = True
             return
         for chunk in plan.closing:
-            self._send_event(chunk)
-        self._send_chunk(b"data: [DONE]\n\n")
+            self._send_event(chunk, named)
+        if not named:
+            self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
 
-    def _send_event(self, chunk: dict[str, Any]) -> None:
-        self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+    def _send_event(self, chunk: dict[str, Any], named: bool) -> None:
+        event = f"event: {chunk['type']}\n" if named else ""
+        self._send_chunk(f"{event}data: {json.dumps(chunk)}\n\n".encode())
 
     def _send_chunk(self, data: bytes) -> None:
         """Write one chunk of the chunked transfer encoding (empty: the last one)."""

@@ -107,6 +107,10 @@ class Usage(BaseModel):
     cache_write_tokens: int = 0
     """Of the input tokens, those the endpoint wrote to its prompt cache (Anthropic's
     ``cache_creation_input_tokens``, priced by ``Price.cache_write``). Added in 0.10.0."""
+    reasoning_tokens: int = 0
+    """Of the output tokens, those the model spent reasoning before it answered (the
+    Responses API's ``output_tokens_details.reasoning_tokens``); priced as output.
+    Added in 0.10.0."""
     cost: float = 0.0
     """What the model calls cost, in the price table's currency (USD by convention), as
     the worker's ``PriceTable`` priced them when they were made. Added in 0.5.0."""
@@ -132,5 +136,6 @@ class Usage(BaseModel):
             tool_calls=self.tool_calls + other.tool_calls,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cost=self.cost + other.cost,
         )
