@@ -59,7 +59,25 @@ async def _audit(options: CommonOptions, workflow_id: str, as_json: bool) -> Non
     else:
         # Piped output keeps whole rows (grep-able) instead of folding to 80 columns.
         width = None if sys.stdout.isatty() else _PIPED_WIDTH
-        Console(width=width).print(_table(trail))
+        console = Console(width=width)
+        console.print(_table(trail))
+        for line in _cache_lines(trail):
+            console.print(line, highlight=False)
+
+
+def _cache_lines(trail: AuditTrail) -> list[str]:
+    """Per run with model calls: its input tokens and the share read from the prompt cache."""
+    lines = []
+    for run_id in trail.runs:
+        tokens = sum(
+            e.fields.get("input_tokens") or 0 for e in trail.of("model_call") if e.run_id == run_id
+        )
+        if tokens:
+            share = trail.cache_read_share(run_id)
+            lines.append(f"run {run_id[:8]}: {tokens} input tokens, {share:.2f} read from cache")
+    if len(lines) > 1:
+        lines.append(f"all runs: {trail.cache_read_share():.2f} read from cache")
+    return lines
 
 
 def _cell(value: Any) -> str:

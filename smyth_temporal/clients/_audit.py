@@ -162,6 +162,7 @@ class _Run:
                 step=request.get("step"),
                 input_tokens=usage.get("input_tokens"),
                 output_tokens=usage.get("output_tokens"),
+                cached_tokens=usage.get("cached_tokens"),
                 **common,
             )
         elif activity_type.startswith("smyth.tool.") or activity_type.startswith("smyth.mcp."):

@@ -64,3 +64,15 @@ class AuditTrail(BaseModel):
     def of(self, kind: AuditKind) -> list[AuditEntry]:
         """The entries of one kind."""
         return [entry for entry in self.entries if entry.kind == kind]
+
+    def cache_read_share(self, run_id: str | None = None) -> float:
+        """The share of the model calls' input tokens read from the prompt cache.
+
+        Over the model calls of ``run_id``, or of every run; 0 without input tokens.
+
+        Added in 0.10.0.
+        """
+        calls = [e for e in self.of("model_call") if run_id in (None, e.run_id)]
+        total = sum(e.fields.get("input_tokens") or 0 for e in calls)
+        cached = sum(e.fields.get("cached_tokens") or 0 for e in calls)
+        return cached / total if total else 0.0
