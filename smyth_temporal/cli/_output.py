@@ -21,6 +21,7 @@ from smyth_temporal._text import error_line, format_usage, one_line
 from smyth_temporal.clients import PendingApproval
 from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from smyth_temporal.types.agent import AgentState
+from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.quorum import Quorum
@@ -32,6 +33,7 @@ __all__ = [
     "format_deadline",
     "format_decided",
     "format_duration",
+    "format_forks",
     "format_hits",
     "format_memories",
     "format_sent",
@@ -97,6 +99,9 @@ def format_state(state: AgentState) -> str:
     if state.fork_of is not None:
         origin = state.fork_of
         lines.append(f"forked   from {origin.workflow_id} after step {origin.step}")
+    if state.forks:
+        lines.append(f"forks    {format_forks(state.forks)}")
+    lines.extend(f"rewound  {_rewind(r)}" for r in state.rewinds)
     if state.pending_tool_calls:
         lines.append("pending  " + "; ".join(_call(c) for c in state.pending_tool_calls))
     else:
@@ -107,6 +112,25 @@ def format_state(state: AgentState) -> str:
         lines.append(f"last messages ({len(state.messages)} of {state.message_count}):")
         lines.extend(f"  {_message(m)}" for m in state.messages)
     return "\n".join(lines)
+
+
+def format_forks(forks: Sequence[ForkRef]) -> str:
+    """``a (after step 1, completed); b (after step 2, running)``."""
+    return "; ".join(
+        f"{f.workflow_id} (after step {'?' if f.step is None else f.step}, {f.status})"
+        for f in forks
+    )
+
+
+def _rewind(rewind: RewindRecord) -> str:
+    """``to step 1 by alice, 2026-...: 1 side-effect call not undone (get_quote at step 2)``."""
+    by = f" by {rewind.by}" if rewind.by else ""
+    line = f"to step {rewind.to_step}{by}, {rewind.time:%Y-%m-%d %H:%M:%S} UTC"
+    line += f" (abandoned run {rewind.abandoned_run_id})"
+    if rewind.side_effects:
+        calls = ", ".join(f"{c.tool} at step {c.step}" for c in rewind.side_effects)
+        line += f": {len(rewind.side_effects)} side-effect call(s) not undone ({calls})"
+    return line
 
 
 def _message(message: Message) -> str:

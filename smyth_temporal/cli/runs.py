@@ -105,7 +105,10 @@ async def _run(
 
 
 @command(
-    app, "state", help="Show an agent's status, steps, usage, pending tool calls and last messages."
+    app,
+    "state",
+    help="Show an agent's status, steps, usage, pending tool calls, last messages and lineage "
+    "(the run it was forked from, its forks, its rewinds).",
 )
 def state(options: CommonOptions, workflow_id: _WorkflowId, json_: _Json = False) -> None:
     """Show an agent's state."""
@@ -114,7 +117,7 @@ def state(options: CommonOptions, workflow_id: _WorkflowId, json_: _Json = False
 
 async def _state(options: CommonOptions, workflow_id: str, as_json: bool) -> None:
     agents = await AgentClient.connect(options.settings())
-    found = await agents.state(workflow_id, timeout=STATE_TIMEOUT)
+    found = await agents.state(workflow_id, timeout=STATE_TIMEOUT, lineage=True)
     print(found.model_dump_json(indent=2) if as_json else format_state(found))
 
 

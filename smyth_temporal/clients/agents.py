@@ -40,6 +40,7 @@ from smyth_temporal.clients._budgets import BudgetClient
 from smyth_temporal.clients._fork import fork_point, start_fork
 from smyth_temporal.clients._identity import principal_from_env
 from smyth_temporal.clients._limits import LimitsClient
+from smyth_temporal.clients._lineage import forks_of, rewinds_of
 from smyth_temporal.clients._pause import PauseClient, is_paused
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
@@ -381,13 +382,17 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
             return False
         return True if pickup.taken or pickup.failures else None
 
-    async def state(self, workflow_id: str, *, timeout: float | None = None) -> AgentState:
+    async def state(
+        self, workflow_id: str, *, timeout: float | None = None, lineage: bool = False
+    ) -> AgentState:
         """The agent's ``AgentState`` (works on finished runs too).
 
         Args:
             workflow_id: The agent's workflow id.
             timeout: Seconds to wait for a worker to answer (a query needs one);
                 default: no limit.
+            lineage: Also fill in ``forks`` (a visibility listing) and ``rewinds`` (the
+                current run's history), which the run itself does not know.
 
         Raises:
             AgentNotFoundError: No run has that workflow id.
@@ -396,6 +401,7 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
 
         Changed in 0.3.0: ``timeout``. Changed in 0.9.0: with a principal whose role may
         not operate runs (viewer, approver), ``data`` is empty, as the gateway showed it.
+        Changed in 0.10.0: ``lineage``.
         """
         await self.identity.owns(workflow_id)
         handle = self.client.get_workflow_handle(workflow_id)
@@ -423,6 +429,12 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
             # What an agent keeps for itself (working notes, intermediate results) is not
             # part of what a read-only key is for.
             state = state.model_copy(update={"data": {}})
+        if lineage:
+            forks = await forks_of(
+                self.client, workflow_id, state.tenant, tenancy=self.identity.tenancy
+            )
+            rewinds = await rewinds_of(self.client, workflow_id)
+            state = state.model_copy(update={"forks": forks, "rewinds": rewinds})
         return state
 
     async def pending_request(
@@ -506,15 +518,22 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         """The audit trail of ``workflow_id``: what every run of it did, from history.
 
         Model calls, tool and MCP calls, approvals, memory writes and forgets,
-        interrupts, lost workers and continue-as-new, oldest first.
+        interrupts, lost workers, continue-as-new, resets and rewinds, oldest first;
+        the run it was forked from and the runs forked from it.
 
         Raises:
             AgentNotFoundError: No run has that id.
 
-        Added in 0.4.0.
+        Added in 0.4.0. Changed in 0.10.0: lineage (``fork_of``, ``forks``), rewinds.
         """
         await self.identity.owns(workflow_id)
-        return await read_audit(self.client, workflow_id)
+        trail = await read_audit(self.client, workflow_id)
+        started = trail.of("run_started")
+        tenant = started[0].fields.get("tenant") if started else None
+        forks = await forks_of(
+            self.client, workflow_id, tenant or "default", tenancy=self.identity.tenancy
+        )
+        return trail.model_copy(update={"forks": forks})
 
     async def workers_polling(self, task_queue: str | None = None) -> int:
         """How many workers poll the agents' task queue for workflow tasks right now."""

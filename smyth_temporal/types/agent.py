@@ -9,6 +9,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
+from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.versions import StepVersions
 
@@ -273,6 +274,13 @@ class AgentState(BaseModel):
     ``VERSIONS_KEPT``). Added in 0.5.0."""
     fork_of: ForkOrigin | None = None
     """The run and step this run was forked from (``AgentClient.fork``). Added in 0.9.0."""
+    forks: list[ForkRef] = Field(default_factory=list)
+    """The runs forked from this one, oldest first. Filled by the client
+    (``AgentClient.state(..., lineage=True)``, the gateway, ``smyth state``) from
+    visibility: the state query leaves it empty. Added in 0.10.0."""
+    rewinds: list[RewindRecord] = Field(default_factory=list)
+    """The rewinds the current run went through, oldest first. Filled by the client from
+    the run's history, like ``forks``. Added in 0.10.0."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
