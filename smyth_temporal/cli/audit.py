@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from smyth_temporal.cli._common import CommonOptions, command, run
+from smyth_temporal.cli._output import format_forks
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.types.audit import AuditEntry, AuditTrail
 
@@ -39,8 +40,9 @@ _PIPED_WIDTH = 400
     "audit",
     help="The audit trail of an agent: every model call (model, tokens), tool call (arguments "
     "hash, idempotency key, attempts, outcome), approval (who, when, pinned hash, edits), memory "
-    "write and forget (with provenance), interrupt, lost worker and continue-as-new, across all "
-    "runs of the workflow id, read from history only.",
+    "write and forget (with provenance), interrupt, lost worker, continue-as-new, reset and "
+    "rewind (with the side-effect calls it could not undo), across all runs of the workflow id, "
+    "read from history only; the run it was forked from and its forks.",
 )
 def audit(
     options: CommonOptions,
@@ -89,8 +91,22 @@ def _details(entry: AuditEntry) -> str:
     return " ".join(f"{k}={v}" for k, v in rest.items())
 
 
+def _lineage(trail: AuditTrail) -> str | None:
+    """``forked from X after step N; forks: ...`` (``None`` for a run with neither)."""
+    parts = []
+    if trail.fork_of is not None:
+        parts.append(f"forked from {trail.fork_of.workflow_id} after step {trail.fork_of.step}")
+    if trail.forks:
+        parts.append(f"forks: {format_forks(trail.forks)}")
+    return "; ".join(parts) or None
+
+
 def _table(trail: AuditTrail) -> Table:
-    table = Table(title=f"{trail.workflow_id}: {len(trail.runs)} run(s)", show_lines=False)
+    table = Table(
+        title=f"{trail.workflow_id}: {len(trail.runs)} run(s)",
+        caption=_lineage(trail),
+        show_lines=False,
+    )
     for header in ("time (UTC)", "run", "event", "kind", "what", "outcome", "details"):
         table.add_column(header, overflow="fold")
     for entry in trail.entries:

@@ -1,4 +1,10 @@
-"""``read_audit``: an agent's audit trail, from the histories of all its runs."""
+"""``read_audit``: an agent's audit trail, from the histories of all its runs.
+
+A reset (a rewind's, or Temporal's own) fails the workflow task it took the run over
+at with cause ``RESET_WORKFLOW``: that is a ``reset`` entry, not a lost worker. The
+rewind's ``RewindNotice`` signal that follows is a ``rewound`` entry, with the
+side-effect calls the reset could not undo.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +19,9 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from smyth_temporal.clients._lineage import reset_runs, rewind_notice
 from smyth_temporal.exceptions import AgentNotFoundError
-from smyth_temporal.types.agent import INTERRUPT_UPDATE
+from smyth_temporal.types.agent import INTERRUPT_UPDATE, ForkOrigin
 from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE
 from smyth_temporal.types.audit import AuditEntry, AuditKind, AuditTrail
 from smyth_temporal.types.memory import (
@@ -65,6 +72,7 @@ class _Run:
         self.run_id = run_id
         self.entries: list[AuditEntry] = []
         self._scheduled: dict[int, tuple[str, Any]] = {}
+        self.fork_of: ForkOrigin | None = None
         self._started: dict[int, HistoryEvent] = {}
 
     async def _value(self, payloads: Sequence[Payload]) -> Any:
@@ -92,14 +100,17 @@ class _Run:
             if kind == _E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
                 started = event.workflow_execution_started_event_attributes
                 value = await self._value(started.input.payloads)
-                tenant = value.get("tenant") if isinstance(value, dict) else None
+                value = value if isinstance(value, dict) else {}
+                self.fork_of = _origin(value.get("fork_of"))
                 self._add(
                     event,
                     "run_started",
                     agent=started.workflow_type.name,
-                    tenant=tenant,
+                    tenant=value.get("tenant"),
                     continued_from=started.continued_execution_run_id or None,
                     attempt=started.attempt,
+                    forked_from=self.fork_of.workflow_id if self.fork_of else None,
+                    forked_at_step=self.fork_of.step if self.fork_of else None,
                 )
             elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                 scheduled = event.activity_task_scheduled_event_attributes
@@ -119,6 +130,17 @@ class _Run:
                 if signaled.signal_name == APPROVAL_SIGNAL:
                     decision = await self._value(signaled.input.payloads)
                     self._decision(event, decision, None, via="signal")
+                else:
+                    await self._rewound(event)
+            elif (reset := reset_runs(event)) is not None:
+                failed = event.workflow_task_failed_event_attributes
+                self._add(
+                    event,
+                    "reset",
+                    abandoned_run_id=reset[0],
+                    new_run_id=reset[1],
+                    reason=failed.failure.message or None,
+                )
             elif kind in (
                 _E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
                 _E.EVENT_TYPE_WORKFLOW_TASK_FAILED,
@@ -193,6 +215,23 @@ class _Run:
                 **common,
             )
 
+    async def _rewound(self, event: HistoryEvent) -> None:
+        notice = await rewind_notice(self._client, event)
+        if notice is None:
+            return
+        self._add(
+            event,
+            "rewound",
+            to_step=notice.to_step,
+            abandoned_run_id=notice.abandoned_run_id,
+            by=notice.by,
+            prompt_sha256=_sha256(notice.prompt) if notice.prompt is not None else None,
+            side_effects=[
+                call.model_dump(mode="json", exclude={"result"}) for call in notice.side_effects
+            ],
+            voided_approvals=list(notice.voided_approvals),
+        )
+
     async def _update(self, event: HistoryEvent) -> None:
         accepted = event.workflow_execution_update_accepted_event_attributes
         name = accepted.accepted_request.input.name
@@ -238,7 +277,8 @@ async def read_audit(client: Client, workflow_id: str) -> AuditTrail:
     Raises:
         AgentNotFoundError: The server has no run with that id.
 
-    Added in 0.4.0.
+    Added in 0.4.0. Changed in 0.10.0: ``fork_of``; ``reset`` and ``rewound`` entries
+    (a reset was a ``worker_lost`` entry before).
     """
     try:
         run_id = (await client.get_workflow_handle(workflow_id).describe()).run_id
@@ -255,4 +295,19 @@ async def read_audit(client: Client, workflow_id: str) -> AuditTrail:
         first = history.events[0].workflow_execution_started_event_attributes
         run_id = first.continued_execution_run_id
     entries = [entry for run in runs for entry in run.entries]
-    return AuditTrail(workflow_id=workflow_id, runs=[run.run_id for run in runs], entries=entries)
+    return AuditTrail(
+        workflow_id=workflow_id,
+        runs=[run.run_id for run in runs],
+        entries=entries,
+        fork_of=runs[0].fork_of,
+    )
+
+
+def _origin(value: Any) -> ForkOrigin | None:
+    """The ``ForkOrigin`` of a run's decoded input, if it is a fork."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ForkOrigin.model_validate(value)
+    except ValueError:
+        return None

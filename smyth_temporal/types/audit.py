@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from smyth_temporal.types.agent import ForkOrigin
+from smyth_temporal.types.lineage import ForkRef
+
 __all__ = ["AuditEntry", "AuditKind", "AuditTrail"]
 
 AuditKind = Literal[
@@ -22,9 +25,11 @@ AuditKind = Literal[
     "message",
     "worker_lost",
     "continued_as_new",
+    "reset",
+    "rewound",
     "run_finished",
 ]
-"""What an entry records."""
+"""What an entry records (``reset``, ``rewound``: added in 0.10.0)."""
 
 
 class AuditEntry(BaseModel):
@@ -60,6 +65,10 @@ class AuditTrail(BaseModel):
     """Its run ids, first to last (continue-as-new links them)."""
     entries: list[AuditEntry]
     """What happened, oldest first."""
+    fork_of: ForkOrigin | None = None
+    """The run and step this one was forked from. Added in 0.10.0."""
+    forks: list[ForkRef] = Field(default_factory=list)
+    """The runs forked from this one, oldest first (from visibility). Added in 0.10.0."""
 
     def of(self, kind: AuditKind) -> list[AuditEntry]:
         """The entries of one kind."""
