@@ -13,6 +13,7 @@ from smyth_temporal.activities._budget import BudgetGuard
 from smyth_temporal.activities._heartbeat import auto_heartbeat
 from smyth_temporal.activities._stream import streaming_deltas
 from smyth_temporal.activities._telemetry import model_called
+from smyth_temporal.activities.recorded import RecordedTurns, replayed
 from smyth_temporal.exceptions import ConfigurationError, ModelError, ModelHTTPError
 from smyth_temporal.models import ModelProvider, StreamingModelProvider
 from smyth_temporal.types.budget import PriceTable
@@ -42,6 +43,7 @@ class ModelActivities:
         """
         self._provider = provider
         self._budget = BudgetGuard(prices or PriceTable())
+        self._recorded = RecordedTurns()
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -58,6 +60,10 @@ class ModelActivities:
             model=request.model,
             attempt=info.attempt,
         )
+        if request.replay_from is not None:
+            recorded = await self._recorded_answer(request, log)
+            if recorded is not None:
+                return recorded
         reserved = await self._budget.reserve(request)
         try:
             response = await self._call(request, log)
@@ -81,6 +87,33 @@ class ModelActivities:
         )
         model_called(request, response)
         return response
+
+    async def _recorded_answer(self, request: ModelRequest, log: Any) -> ModelResponse | None:
+        """The parent's recorded answer to this very request (a fork's replayed turn).
+
+        ``None`` sends the request to the model: no recorded request equals it, or the
+        record cannot be read (the parent's history is gone, or this worker cannot
+        decode it). Replaying only ever saves a call, it never fails one.
+        """
+        source = request.replay_from
+        assert source is not None
+        try:
+            async with auto_heartbeat():  # a long parent's history takes a while to read
+                recorded = await self._recorded.answer(activity.client(), request)
+        except Exception as exc:  # any failure to read the record: pay for the call
+            log.warning("model.replay_unavailable", parent=source.workflow_id, error=str(exc))
+            return None
+        if recorded is None:
+            log.info("model.replay_missed", parent=source.workflow_id)
+            return None
+        log.info(
+            "model.replayed",
+            parent=source.workflow_id,
+            saved_cost=recorded.usage.cost,
+            saved_input_tokens=recorded.usage.input_tokens,
+            saved_output_tokens=recorded.usage.output_tokens,
+        )
+        return replayed(recorded)
 
     async def _call(self, request: ModelRequest, log: Any) -> ModelResponse:
         """The provider's answer, its errors classified retryable or not."""

@@ -241,6 +241,7 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         session_id: str | None = None,
         agent: type[AgentWorkflow] | None = None,
         task_queue: str | None = None,
+        replay_model_turns: bool | None = None,
     ) -> WorkflowHandle[Any, AgentResult]:
         """Start a new run from ``workflow_id``'s state right after step ``at_step``.
 
@@ -248,7 +249,14 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
         and versions up to that step (read from its history, see ``clients._fork``);
         no model is called for those steps and the original is untouched. The fork
         records its parent in ``AgentInput.fork_of``, its memo and ``SmythForkOf``.
-        Long-term memory is shared with the original (no view of its own yet).
+        It reads the memories the original had written up to the step and writes to
+        its own branch, which the original never sees.
+
+        With ``replay_model_turns`` the fork's worker answers each turn whose request
+        equals one the original recorded (after the step) with the recorded response,
+        read from the original's history: the model is paid only from the first turn
+        whose conversation differs (a changed tool, prompt or model). Replayed turns
+        say so (``ModelResponse.replayed``) and cost nothing in the fork's usage.
 
         Args:
             workflow_id: The run to fork (any run of its chain may hold the step).
@@ -261,20 +269,29 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
             agent: The agent's class, to replay its history (default: the imported
                 class of the run's workflow type).
             task_queue: Override the client's task queue.
+            replay_model_turns: Answer matching turns from the original's record
+                (default: when neither ``prompt`` nor ``model`` is given, as either
+                makes every later request differ).
 
         Raises:
             AgentNotFoundError: No run (of the caller's tenant) has that id.
             ForkError: The run has not taken that step, or is in the middle of it.
             UnknownAgentError: The agent's class is not imported here.
 
-        Added in 0.9.0.
+        Added in 0.9.0. Changed in 0.10.0: ``replay_model_turns``.
         """
         if id is not None and session_id is not None:
             raise ValueError("give the fork an id or a session_id, not both")
         await self.identity.owns(workflow_id, "operate")
         point = await fork_point(self.client, workflow_id, at_step, agent=agent)
         tenant = self.identity.tenant(point.input.tenant)
-        update = {"tenant": tenant, "started_by": self.identity.by(None)}
+        if replay_model_turns is None:
+            replay_model_turns = not prompt and not model
+        update = {
+            "tenant": tenant,
+            "started_by": self.identity.by(None),
+            "replay_model_turns": replay_model_turns,
+        }
         if model:
             update["model"] = model
         if session_id is not None:

@@ -13,25 +13,14 @@ Added in 0.9.0.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from smyth_temporal.activities.recorded import turns_of
 from smyth_temporal.models import ModelProvider
-from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest, ModelResponse
+from smyth_temporal.types.model import ModelRequest, ModelResponse, turn_key
 
 __all__ = ["ReplayModel"]
-
-_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-_COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-
-
-def _turn(request: ModelRequest) -> dict[str, Any]:
-    """What decides a model's answer: the model, the messages, the tools, the settings."""
-    return request.model_dump(
-        mode="json", include={"model", "messages", "tools", "settings", "output"}
-    )
 
 
 class ReplayModel:
@@ -74,22 +63,8 @@ class ReplayModel:
         run_id: str | None = None
         while True:
             history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-            requests: dict[int, ModelRequest] = {}
-            for event in history.events:
-                if event.event_type == _SCHEDULED:
-                    scheduled = event.activity_task_scheduled_event_attributes
-                    if scheduled.activity_type.name == MODEL_ACTIVITY:
-                        payloads = list(scheduled.input.payloads)
-                        [request] = await client.data_converter.decode(payloads, [ModelRequest])
-                        if request.purpose == "turn":
-                            requests[event.event_id] = request
-                elif event.event_type == _COMPLETED:
-                    completed = event.activity_task_completed_event_attributes
-                    request = requests.get(completed.scheduled_event_id)
-                    if request is not None:
-                        payloads = list(completed.result.payloads)
-                        [response] = await client.data_converter.decode(payloads, [ModelResponse])
-                        recorded.setdefault(request.step, (request, response))
+            for request, response in await turns_of(client, history):
+                recorded.setdefault(request.step, (request, response))
             started = history.events[0].workflow_execution_started_event_attributes
             if not started.continued_execution_run_id:
                 return cls(recorded, model)
@@ -98,7 +73,11 @@ class ReplayModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The recorded response while the requests match; ``model``'s answer after."""
         record = self.recorded.get(request.step)
-        if self.diverged_at is None and record is not None and _turn(record[0]) == _turn(request):
+        if (
+            self.diverged_at is None
+            and record is not None
+            and turn_key(record[0]) == turn_key(request)
+        ):
             self.replayed += 1
             return record[1]
         if self.diverged_at is None:

@@ -204,6 +204,10 @@ class AgentInput(BaseModel):
     model: str | None = None
     """Run the model turns on this model instead of ``AgentConfig.model`` (a fork's
     ``--model``). Added in 0.9.0."""
+    replay_model_turns: bool = False
+    """A fork's turns are answered from the parent's recorded responses (from the run
+    in ``fork_of`` on) while its requests equal them; the model is called only from the
+    first that differs (``AgentClient.fork(replay_model_turns=...)``). Added in 0.10.0."""
 
 
 class AgentResult(BaseModel):

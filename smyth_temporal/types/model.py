@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -18,9 +20,11 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "OutputSchema",
+    "RecordedRun",
     "is_context_too_long",
     "is_overloaded",
     "model_task_queue",
+    "turn_key",
 ]
 
 MODEL_ACTIVITY = "smyth.model.complete"
@@ -100,6 +104,21 @@ class OutputSchema(BaseModel):
     """The JSON schema of the answer."""
 
 
+class RecordedRun(BaseModel):
+    """A run whose recorded model turns may answer a fork's (``replay_model_turns``).
+
+    A reference, never a copy: the model activity reads the turns from the run's own
+    history (and the runs it continued as new into), through the worker's data converter.
+
+    Added in 0.10.0.
+    """
+
+    workflow_id: str
+    """The parent's workflow id."""
+    run_id: str
+    """The run of the parent's chain that took the fork's step."""
+
+
 class ModelRequest(BaseModel):
     """One chat-completions request, as the workflow hands it to the model activity.
 
@@ -143,6 +162,10 @@ class ModelRequest(BaseModel):
     attempt or a later one fails the call for good (``ModelOverloaded``), so that the
     agent moves on to its next fallback model instead of retrying this one. ``None``:
     Temporal's retry policy alone decides. Added in 0.10.0."""
+    replay_from: RecordedRun | None = None
+    """Set on a fork's turns (``AgentInput.replay_model_turns``): when this run recorded
+    a request equal to this one (``turn_key``), the model activity answers with its
+    recorded response instead of calling the model. Added in 0.10.0."""
 
 
 class ModelResponse(BaseModel):
@@ -156,3 +179,23 @@ class ModelResponse(BaseModel):
     """Why the model stopped, as the endpoint reported it."""
     model: str | None = None
     """The model that answered, as the endpoint reported it."""
+    replayed: bool = False
+    """Answered from a recorded run (``ModelRequest.replay_from``), not by the model:
+    ``usage`` is then zero, as nothing was paid for it. Added in 0.10.0."""
+
+
+_ANSWER_DECIDING = {"purpose", "model", "messages", "tools", "settings", "output"}
+"""What decides a model's answer; not the step, the tenant or where the text streams."""
+
+
+def turn_key(request: ModelRequest) -> str:
+    """A hash of what decides the answer to ``request``: equal keys, the same question.
+
+    Every request carries the whole conversation, so a fork's request equals its
+    parent's recorded one exactly while the two conversations have not diverged.
+
+    Added in 0.10.0.
+    """
+    asked = request.model_dump(mode="json", include=_ANSWER_DECIDING)
+    text = json.dumps(asked, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()

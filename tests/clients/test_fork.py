@@ -182,7 +182,8 @@ async def test_a_run_waiting_for_an_approval_forks_before_the_step_not_in_it(
     # The fork asked for its own approval of the sale; the original's is still the one.
     assert forked_state.pending_approvals[0].call_id == original.pending_approvals[0].call_id
     assert forked_state.step == original.step == 2
-    assert [r.step for r in model.requests] == [1, 2, 2]  # the fork's one turn: step 2
+    # The fork's one turn (step 2) asked what the original had asked: replayed, not paid.
+    assert [r.step for r in model.requests] == [1, 2]
     with pytest.raises(Exception, match="not found"):
         await client.get_workflow_handle("fork-mid-step").describe()
 

@@ -1,0 +1,182 @@
+"""Recorded model turns: what a run asked its model and what the model answered.
+
+A fork started with ``replay_model_turns`` names its parent's run in every turn's
+``ModelRequest.replay_from``. The model activity looks the request up by ``turn_key``
+among the turns that run (and the runs it continued as new into) recorded, and
+answers with the recorded response when it finds one: the model is called only from
+the first turn whose conversation differs from the parent's.
+
+Nothing is copied to make that possible: the turns are read from the parent's own
+history, through the worker's client and data converter, so encrypted payloads and
+payloads kept in the payload store decode as they do for the run itself (a worker
+without the parent's key reads nothing and pays for the call). The replayed response
+is the fork's activity result, encoded like any other. A run of another tenant than
+the request's is never read from.
+
+Added in 0.10.0.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import structlog
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+
+from smyth_temporal.types.agent import AgentInput
+from smyth_temporal.types.messages import Usage
+from smyth_temporal.types.model import (
+    MODEL_ACTIVITY,
+    ModelRequest,
+    ModelResponse,
+    RecordedRun,
+    turn_key,
+)
+
+__all__ = ["RecordedTurns", "next_run", "replayed", "turns_of"]
+
+log = structlog.get_logger("smyth_temporal.model")
+
+_SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+_COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+_CONTINUED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+_CLOSED = {
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    _CONTINUED,
+}
+
+RUNS_KEPT = 16
+"""Recorded runs a worker keeps decoded (the least recently used one goes first)."""
+
+
+async def turns_of(
+    client: Client, history: WorkflowHistory
+) -> list[tuple[ModelRequest, ModelResponse]]:
+    """Every completed model turn of one run, in order, decoded by ``client``.
+
+    Only agent turns (``purpose == "turn"``): summaries and reviews are not replayed.
+    """
+    requests: dict[int, ModelRequest] = {}
+    turns: list[tuple[ModelRequest, ModelResponse]] = []
+    converter = client.data_converter
+    for event in history.events:
+        if event.event_type == _SCHEDULED:
+            scheduled = event.activity_task_scheduled_event_attributes
+            if scheduled.activity_type.name == MODEL_ACTIVITY:
+                [request] = await converter.decode(list(scheduled.input.payloads), [ModelRequest])
+                if request.purpose == "turn":
+                    requests[event.event_id] = request
+        elif event.event_type == _COMPLETED:
+            completed = event.activity_task_completed_event_attributes
+            request = requests.pop(completed.scheduled_event_id, None)
+            if request is not None:
+                payloads = list(completed.result.payloads)
+                [response] = await converter.decode(payloads, [ModelResponse])
+                turns.append((request, response))
+    return turns
+
+
+def next_run(history: WorkflowHistory) -> str | None:
+    """The run ``history``'s run continued as new into, if it did."""
+    last = history.events[-1] if history.events else None
+    if last is None or last.event_type != _CONTINUED:
+        return None
+    return last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+
+
+def replayed(recorded: ModelResponse) -> ModelResponse:
+    """``recorded`` as the answer to a fork's turn: marked replayed, nothing paid."""
+    return recorded.model_copy(update={"usage": Usage(), "replayed": True})
+
+
+@dataclass
+class _Recording:
+    """One parent's turns by ``turn_key``, from its run on to the end of its chain."""
+
+    tenant: str
+    responses: dict[str, ModelResponse] = field(default_factory=dict)
+    closed: bool = True
+    """Whether the chain had ended when read (a running parent may record more turns)."""
+
+
+class RecordedTurns:
+    """A worker's reader of parents' recorded turns, with the last few kept decoded.
+
+    Args:
+        runs: How many recorded runs to keep decoded (default ``RUNS_KEPT``).
+
+    Added in 0.10.0.
+    """
+
+    def __init__(self, runs: int = RUNS_KEPT) -> None:
+        self._runs = runs
+        self._kept: OrderedDict[tuple[str, str], _Recording] = OrderedDict()
+
+    async def answer(self, client: Client, request: ModelRequest) -> ModelResponse | None:
+        """The response the parent recorded for a request equal to ``request``, if any.
+
+        A parent still running when it was read is read again when a request is not
+        found in it (it may have taken that turn since). ``None`` when the parent's run
+        is gone, of another tenant, or recorded no such request.
+        """
+        source = request.replay_from
+        if source is None:
+            return None
+        key = turn_key(request)
+        recording = self._kept.get((source.workflow_id, source.run_id))
+        if recording is None or (not recording.closed and key not in recording.responses):
+            recording = await self._read(client, source)
+        self._kept[(source.workflow_id, source.run_id)] = recording
+        self._kept.move_to_end((source.workflow_id, source.run_id))
+        while len(self._kept) > self._runs:
+            self._kept.popitem(last=False)
+        if recording.tenant != request.tenant:
+            # The input named another tenant's run: its answers are not this run's to read.
+            log.warning(
+                "model.replay_refused",
+                parent=source.workflow_id,
+                tenant=request.tenant,
+                reason="another tenant's run",
+            )
+            return None
+        return recording.responses.get(key)
+
+    async def _read(self, client: Client, source: RecordedRun) -> _Recording:
+        """The turns of ``source``'s run and of every run it continued as new into."""
+        run_id: str | None = source.run_id
+        recording: _Recording | None = None
+        while run_id is not None:
+            handle = client.get_workflow_handle(source.workflow_id, run_id=run_id)
+            history = await handle.fetch_history()
+            if recording is None:
+                recording = _Recording(tenant=await _tenant(client, history))
+            for request, response in await turns_of(client, history):
+                recording.responses.setdefault(turn_key(request), response)
+            last = history.events[-1].event_type if history.events else None
+            recording.closed = last in _CLOSED
+            run_id = next_run(history)
+        assert recording is not None
+        log.info(
+            "model.replay_read",
+            parent=source.workflow_id,
+            run_id=source.run_id,
+            turns=len(recording.responses),
+            closed=recording.closed,
+        )
+        return recording
+
+
+async def _tenant(client: Client, history: WorkflowHistory) -> str:
+    """The tenant of the agent run ``history`` is of ("" when it is no agent's)."""
+    started = history.events[0].workflow_execution_started_event_attributes
+    payloads = list(started.input.payloads)
+    if not payloads:
+        return ""
+    [value] = await client.data_converter.decode(payloads[:1], [AgentInput])
+    return value.tenant if isinstance(value, AgentInput) else ""

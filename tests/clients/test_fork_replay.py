@@ -1,0 +1,124 @@
+"""``AgentClient.fork(replay_model_turns=True)``: the fork's worker answers the turns the
+original recorded while the conversation matches them, and pays only from the divergence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.activities.recorded import RecordedTurns, turns_of
+from smyth_temporal.models import OpenAIProvider
+from smyth_temporal.plugin import SmythPlugin
+from smyth_temporal.testing import (
+    FakeOpenAIServer,
+    ScriptedModel,
+    agent_worker,
+    chat_completion,
+    reply,
+    tool_call,
+)
+from smyth_temporal.types.budget import Price, PriceTable
+from smyth_temporal.types.model import ModelRequest, RecordedRun
+from tests.helpers.agents import PRICES, Analyst
+from tests.helpers.context_agents import Relay
+from tests.helpers.fork_agents import QuoteEvaluator
+
+STEPS = 20
+CHANGED_STEP = 15
+"""The evaluation changes the output of the tool call made at this step."""
+SYMBOLS = ["ACME" if step == CHANGED_STEP else "GLOBEX" for step in range(1, STEPS)]
+PRICE_TABLE = PriceTable(prices={"test-model": Price(input=2.0, output=8.0)})
+
+
+def quote(step: int) -> dict[str, object]:
+    """The fake endpoint's answer for ``step``: the step's quote, or the final answer."""
+    if step == STEPS:
+        return chat_completion("All quoted.", prompt_tokens=1000, completion_tokens=100)
+    call = (f"call_{step}", "get_quote", {"symbol": SYMBOLS[step - 1]})
+    return chat_completion(tool_calls=[call], prompt_tokens=1000, completion_tokens=100)
+
+
+def priced_worker(client: Client, provider: OpenAIProvider, task_queue: str) -> Worker:
+    """A worker of ``QuoteEvaluator`` whose model calls are priced by ``PRICE_TABLE``."""
+    plugin = SmythPlugin(model=provider, prices=PRICE_TABLE)
+    worker_client = Client(client.service_client, namespace=client.namespace, plugins=[plugin])
+    return Worker(worker_client, task_queue=task_queue, workflows=[QuoteEvaluator])
+
+
+async def test_a_replayed_fork_pays_only_for_the_turns_after_a_changed_tool_output(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with FakeOpenAIServer() as fake:
+        for step in range(1, STEPS + 1):
+            fake.enqueue(quote(step))
+        provider = OpenAIProvider(base_url=fake.base_url, api_key="sk-test")
+        async with priced_worker(client, provider, task_queue):
+            started = await agents.start(QuoteEvaluator, "Quote the list.")
+            original = await agents.result(started.id)
+            assert len(fake.requests) == STEPS
+            # The evaluation: the tool answers differently at step 15 from now on.
+            monkeypatch.setitem(PRICES, "ACME", 99.0)
+            for step in range(CHANGED_STEP + 1, STEPS + 1):
+                fake.enqueue(quote(step))
+            handle = await agents.fork(started.id, at_step=0)  # replays by default
+            fork = await agents.result(handle.id)
+        paid = fake.requests[STEPS:]
+
+    # Only the turns after the changed output reached the model: steps 16-20.
+    assert len(paid) == STEPS - CHANGED_STEP
+    changed = [m for m in paid[0].json["messages"] if m["role"] == "tool"][-1]
+    assert "99" in changed["content"]
+    assert (fork.steps, fork.output) == (STEPS, "All quoted.")
+    assert fork.usage.requests == STEPS - CHANGED_STEP
+    per_turn = original.usage.cost / STEPS
+    assert original.usage.cost > 0
+    assert fork.usage.cost == pytest.approx(per_turn * (STEPS - CHANGED_STEP))
+    saved = original.usage.cost - fork.usage.cost
+    assert saved == pytest.approx(per_turn * CHANGED_STEP)
+
+
+async def test_a_replayed_fork_reads_the_turns_of_the_runs_its_original_continued_into(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Relay continues as new after every two steps: the turns after step 1 are spread
+    # over three more runs of the original's chain.
+    days = [tool_call("daily_report", day=day) for day in range(1, 6)]
+    model = ScriptedModel([*days, reply("done")])
+    async with agent_worker(client, Relay, model=model, task_queue=task_queue):
+        handle = await agents.start(Relay, "Read five days.")
+        original = await agents.result(handle.id)
+        fork = await agents.fork(handle.id, at_step=1)
+        forked = await agents.result(fork.id)
+
+    assert len(model.requests) == original.steps == 6  # the fork asked the model nothing
+    assert (forked.output, forked.steps) == ("done", 6)
+
+
+async def test_a_run_of_another_tenant_never_answers_a_turn(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply("ACME is up.")])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, AgentInput(prompt="ACME?", tenant="acme"))
+        await agents.result(handle.id)
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    [*_, (asked, answered)] = await turns_of(client, history)
+    source = RecordedRun(workflow_id=handle.id, run_id=history.run_id)
+    turns = RecordedTurns()
+
+    def request(tenant: str) -> ModelRequest:
+        return asked.model_copy(update={"replay_from": source, "tenant": tenant})
+
+    # A start input naming another tenant's run as its parent reads none of its answers.
+    assert await turns.answer(client, request("globex")) is None
+    assert await turns.answer(client, request("acme")) == answered
+    changed = request("acme").model_copy(update={"settings": {"temperature": 0.5}})
+    assert await turns.answer(client, changed) is None  # not the question asked
