@@ -1,6 +1,6 @@
 """``create_app``: the gateway as an ASGI app, one router per concern.
 
-The routers (``runs`` and ``listing``, ``sessions``, ``approvals``, ``memory``,
+The routers (``runs``, ``listing`` and ``lineage``, ``sessions``, ``approvals``, ``memory``,
 ``openai``, ``agui``) share only the ``Gateway`` on ``app.state`` and the auth dependencies; the
 web console (``console``) is mounted beside them and only calls them from the browser.
 """
@@ -22,6 +22,7 @@ from smyth_temporal.gateway._approvals import router as approvals
 from smyth_temporal.gateway._gateway import Gateway, GatewayOptions
 from smyth_temporal.gateway._hosts import LoopbackHostOnly
 from smyth_temporal.gateway._limits import BodyLimit
+from smyth_temporal.gateway._lineage import router as lineage
 from smyth_temporal.gateway._listing import router as listing
 from smyth_temporal.gateway._memory import router as memory
 from smyth_temporal.gateway._openai import router as openai_api
@@ -130,6 +131,7 @@ def create_app(
     for router in (
         listing,
         runs,
+        lineage,
         sessions,
         approvals,
         memory,

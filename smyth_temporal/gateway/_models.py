@@ -20,6 +20,7 @@ __all__ = [
     "ApprovalList",
     "Decision",
     "ForgetResult",
+    "ForkRequest",
     "Identity",
     "InterruptRequest",
     "MemoryHits",
@@ -62,6 +63,19 @@ class RunCreated(BaseModel):
     """The agent's workflow type name."""
     tenant: str
     """Whose run it is (the caller's key's tenant)."""
+
+
+class ForkRequest(_Body):
+    """Fork a run at a step (``POST /v1/runs/{id}/fork``). Added in 0.10.0."""
+
+    at_step: int = Field(ge=0)
+    """The step to fork after (0: before the first model turn)."""
+    prompt: str | None = Field(default=None, min_length=1)
+    """Added as a user message before the fork's first turn."""
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    """Run the fork's turns on this model."""
+    id: str | None = Field(default=None, min_length=1, max_length=255)
+    """The fork's workflow id (default: ``<id>-fork-<random>``)."""
 
 
 class MessageRequest(_Body):

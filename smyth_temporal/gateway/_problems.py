@@ -29,6 +29,7 @@ from smyth_temporal.exceptions import (
     AgentFailedError,
     AgentNotFoundError,
     ClientError,
+    ForkError,
     InvalidDecisionError,
     InvalidInterruptError,
     InvalidMessageError,
@@ -74,6 +75,7 @@ _STATUSES: tuple[tuple[type[SmythError], HTTPStatus], ...] = (
     (InvalidMessageError, HTTPStatus.CONFLICT),
     (InvalidInterruptError, HTTPStatus.CONFLICT),
     (AgentFailedError, HTTPStatus.CONFLICT),
+    (ForkError, HTTPStatus.CONFLICT),  # the run has not finished that step: nothing started
     (ScheduleExistsError, HTTPStatus.CONFLICT),
     (ServerUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE),
     # What remains of the clients' errors is mostly "no worker answered/took it".

@@ -66,13 +66,15 @@ async def start_run(
 
 @router.get("/runs/{workflow_id}", summary="A run's state")
 async def run_state(workflow_id: RunId, caller: Reader, gateway: GatewayDep) -> AgentState:
-    """The agent's ``AgentState``: status, step, recent messages, usage, approvals.
+    """The agent's ``AgentState``: status, step, recent messages, usage, approvals, lineage.
 
-    The agent's own ``data`` is shown only to keys that may operate the run
-    (operator, admin); viewers and approvers get it empty.
+    Lineage: the run it was forked from (``fork_of``), the runs forked from it
+    (``forks``, the caller's tenant's only) and the rewinds it went through
+    (``rewinds``). The agent's own ``data`` is shown only to keys that may operate the
+    run (operator, admin); viewers and approvers get it empty.
     """
     agents = gateway.acting_for(caller)
-    return await agents.state(workflow_id, timeout=gateway.options.worker_timeout)
+    return await agents.state(workflow_id, timeout=gateway.options.worker_timeout, lineage=True)
 
 
 @router.get("/runs/{workflow_id}/result", summary="Wait for a run's result")

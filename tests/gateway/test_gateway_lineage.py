@@ -1,0 +1,112 @@
+"""Fork over HTTP (``POST /v1/runs/{id}/fork``) and a run's lineage in ``GET /v1/runs/{id}``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.gateway import GatewayOptions, create_app
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from tests.helpers.agents import Analyst
+from tests.helpers.gateway_support import OTHER, SERVED, TENANT, Keys, bearer, make_keys
+
+SCRIPT = [
+    tool_call("get_quote", symbol="ACME"),
+    tool_call("get_quote", symbol="GLOBEX"),
+    reply("Both are up."),
+]
+
+
+async def _started(client: Client, workflow_id: str) -> bool:
+    try:
+        await client.get_workflow_handle(workflow_id).describe()
+    except Exception:
+        return False
+    return True
+
+
+async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_steps_start_nothing(
+    client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
+) -> None:
+    keys: Keys = make_keys(tmp_path / "keys.json")
+    app = create_app(
+        AgentClient(client, task_queue=task_queue),
+        SERVED,
+        keys=keys.store,
+        options=GatewayOptions(auth_burst=1000, worker_timeout=15.0),
+    )
+    model = ScriptedModel(SCRIPT)
+    async with (
+        agent_worker(client, Analyst, model=model, task_queue=task_queue),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http,
+    ):
+        parent = await agents.start(Analyst, AgentInput(prompt="ACME and GLOBEX?", tenant=TENANT))
+        await agents.result(parent.id)
+        fork_path = f"/v1/runs/{parent.id}/fork"
+        refused = {
+            "viewer": await http.post(
+                fork_path, json={"at_step": 1, "id": "by-viewer"}, headers=keys.headers("viewer")
+            ),
+            "other tenant": await http.post(
+                fork_path, json={"at_step": 1, "id": "by-other"}, headers=bearer(keys.other)
+            ),
+            "beyond": await http.post(
+                fork_path, json={"at_step": 4, "id": "beyond"}, headers=keys.headers("operator")
+            ),
+            "negative": await http.post(
+                fork_path, json={"at_step": -1, "id": "negative"}, headers=keys.headers("operator")
+            ),
+            "empty prompt": await http.post(
+                fork_path,
+                json={"at_step": 1, "prompt": "", "id": "empty"},
+                headers=keys.headers("operator"),
+            ),
+        }
+        fork_id = f"{parent.id}-http"
+        created = await http.post(
+            fork_path,
+            json={"at_step": 1, "prompt": "Only GLOBEX now.", "id": fork_id},
+            headers=keys.headers("operator"),
+        )
+        again = await http.post(
+            fork_path, json={"at_step": 2, "id": fork_id}, headers=keys.headers("admin")
+        )
+        fork_result = await agents.result(fork_id)
+        parent_state = await http.get(f"/v1/runs/{parent.id}", headers=keys.headers("viewer"))
+        fork_state = await http.get(f"/v1/runs/{fork_id}", headers=keys.headers("viewer"))
+        hidden = await http.get(f"/v1/runs/{parent.id}", headers=bearer(keys.other))
+
+    statuses = {name: answer.status_code for name, answer in refused.items()}
+    assert statuses == {
+        "viewer": 403,
+        "other tenant": 404,
+        "beyond": 409,
+        "negative": 422,
+        "empty prompt": 422,
+    }
+    assert "has taken 3 steps" in refused["beyond"].json()["detail"]
+    assert "role viewer" in refused["viewer"].json()["detail"]
+    for name in ("by-viewer", "by-other", "beyond", "negative", "empty"):
+        assert not await _started(client, name), name
+
+    assert created.status_code == 201, created.text
+    assert created.headers["location"] == f"/v1/runs/{fork_id}"
+    assert created.json() == {
+        "workflow_id": fork_id,
+        "run_id": created.json()["run_id"],
+        "agent": "Analyst",
+        "tenant": TENANT,
+    }
+    assert again.status_code == 409 and "exists already" in again.json()["detail"]
+    # The fork's turns: steps 2 and 3 only, after the new prompt.
+    assert [r.step for r in model.requests] == [1, 2, 3, 2, 3]
+    assert fork_result.output == "Both are up."
+
+    [fork] = parent_state.json()["forks"]
+    assert (fork["workflow_id"], fork["step"], fork["status"]) == (fork_id, 1, "completed")
+    assert fork_state.json()["fork_of"]["workflow_id"] == parent.id
+    assert fork_state.json()["forks"] == [] and fork_state.json()["rewinds"] == []
+    assert hidden.status_code == 404 and OTHER not in hidden.text
