@@ -21,6 +21,7 @@ SmythError
     ├── AgentNotFoundError       no agent run with that workflow id
     ├── UnknownAgentError        no agent class by that name is known to the caller
     ├── ForkError                a run cannot be forked at that step
+    ├── RewindError              a run cannot be rewound to that step (nothing was reset)
     ├── AgentFailedError         the run ended failed, terminated, cancelled or timed out
     ├── InvalidDecisionError     the agent refused an approval decision (unknown id, ...)
     ├── InvalidMessageError      a session refused a message (wrong tenant, empty, ...)
@@ -74,6 +75,7 @@ __all__ = [
     "ModelHTTPError",
     "PauseUnavailableError",
     "PayloadDecryptionError",
+    "RewindError",
     "RunError",
     "ScheduleExistsError",
     "ScheduleNotFoundError",
@@ -224,6 +226,13 @@ class ForkError(ClientError):
     """A run cannot be forked at that step: beyond the run, or in the middle of the step.
 
     Added in 0.9.0.
+    """
+
+
+class RewindError(ClientError):
+    """A run cannot be rewound to that step; nothing was reset.
+
+    Added in 0.10.0.
     """
 
 

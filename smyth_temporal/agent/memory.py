@@ -19,15 +19,15 @@ from smyth_temporal.agent._commands import call_memory
 from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolCallError, UserError
 from smyth_temporal.tools import Tool, ToolExecutor, tool
-from smyth_temporal.types.agent import AgentResult, ForkOrigin
+from smyth_temporal.types.agent import AgentResult
 from smyth_temporal.types.memory import (
     MEMORY_ACTIVITY_FORGET,
     MEMORY_ACTIVITY_RECALL,
     MEMORY_ACTIVITY_REMEMBER,
     MEMORY_ACTIVITY_SUPERSEDE,
+    MEMORY_ACTIVITY_UNDO_RUN,
     ForgetRequest,
     ForgetResult,
-    LineagePoint,
     MemoryHit,
     MemoryRecord,
     MemoryScope,
@@ -36,8 +36,10 @@ from smyth_temporal.types.memory import (
     RecallRequest,
     RememberRequest,
     SupersedeRequest,
+    UndoRunRequest,
 )
 from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.rewind import RewindNotice
 
 __all__ = [
     "BUILTIN_MEMORY_TOOLS",
@@ -135,6 +137,7 @@ class AgentMemory:
         self._run = run
         self._config = run.config
         self._conversation = run.conversation
+        self._undoing = False
 
     @property
     def enabled(self) -> bool:
@@ -162,7 +165,12 @@ class AgentMemory:
         include_expired: bool = False,
         include_superseded: bool = False,
     ) -> list[MemoryHit]:
-        """Search memory for ``query``; see ``AgentWorkflow.recall``."""
+        """Search memory for ``query``; see ``AgentWorkflow.recall``.
+
+        Right after a rewind, it waits until the abandoned steps' memories are gone.
+        """
+        if self._undoing:  # never set on a run without a rewind: old histories unchanged
+            await workflow.wait_condition(lambda: not self._undoing)
         request = RecallRequest(
             scope=self.scope,
             query=query,
@@ -232,6 +240,36 @@ class AgentMemory:
         )
         return record
 
+    async def undo_rewound(self, notice: RewindNotice) -> int:
+        """Remove the memories the abandoned steps wrote (after ``notice.to_step``).
+
+        Every scope of the tenant, written by the runs ``notice.memory_runs`` names
+        (the client read them from the history it abandoned); returns how many.
+        """
+        if not notice.memory_runs:
+            return 0
+        self._undoing = True
+        removed = 0
+        try:
+            for run_id in notice.memory_runs:
+                request = UndoRunRequest(
+                    tenant=self._run.tenant,
+                    workflow_id=workflow.info().workflow_id,
+                    run_id=run_id,
+                    after_step=notice.to_step,
+                )
+                result: ForgetResult = await call_memory(
+                    self._config,
+                    MEMORY_ACTIVITY_UNDO_RUN,
+                    request,
+                    ForgetResult,
+                    f"forget what steps after {notice.to_step} remembered",
+                )
+                removed += result.count
+        finally:
+            self._undoing = False
+        return removed
+
     async def load(self) -> list[MemoryHit]:
         """Recall what is relevant to the task and put it into the prompt before the task.
 
@@ -289,7 +327,7 @@ class AgentMemory:
         # Only forks take the patch: ordinary histories stay free of the marker.
         if origin is None or not workflow.patched(_FORK_MEMORY_PATCH):
             return None
-        return MemoryView(branch=workflow.info().workflow_id, lineage=_lineage(origin))
+        return MemoryView.of_fork(workflow.info().workflow_id, origin)
 
     def _provenance(self) -> Provenance:
         info = workflow.info()
@@ -301,18 +339,3 @@ class AgentMemory:
             step=self._conversation.step,
             branch=view.branch if view else "",
         )
-
-
-def _lineage(origin: ForkOrigin) -> list[LineagePoint]:
-    """The ancestors of a fork, nearest first.
-
-    Each one's branch is its workflow id when it is a fork itself (it has a parent),
-    empty for the root.
-    """
-    lineage: list[LineagePoint] = []
-    point: ForkOrigin | None = origin
-    while point is not None:
-        branch = point.workflow_id if point.parent is not None else ""
-        lineage.append(LineagePoint(workflow_id=point.workflow_id, branch=branch, step=point.step))
-        point = point.parent
-    return lineage

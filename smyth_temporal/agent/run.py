@@ -34,7 +34,7 @@ from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.rewind import RewindNotice
 
-__all__ = ["AgentHooks", "Run"]
+__all__ = ["AgentHooks", "Resets", "Run"]
 
 
 class AgentHooks(Protocol):
@@ -133,6 +133,21 @@ class AgentHooks(Protocol):
         ...
 
 
+@dataclass
+class Resets:
+    """A run's resets and the rewind notices that explain them (see ``agent.rewind``).
+
+    Added in 0.10.0.
+    """
+
+    seen: int = 0
+    """Resets this run went through (Temporal's or a rewind's)."""
+    notices: int = 0
+    """Rewind notices it took: a model turn waits while there are fewer than ``seen``."""
+    prompt: str | None = None
+    """A notice's prompt not in the conversation yet (the next turn adds it first)."""
+
+
 @dataclass(kw_only=True, eq=False)
 class Run:
     """One agent run as its components see it.
@@ -157,6 +172,8 @@ class Run:
     rewind: RewindNotice | None = None
     """What the rewind that made this run said (``None``: not rewound); the tool runner
     reconciles the side effects it lists. Added in 0.10.0."""
+    resets: Resets = field(default_factory=Resets)
+    """Its resets and the rewind notices that explain them (see ``agent.rewind``)."""
     _offered: tuple[int, list[Tool]] | None = field(default=None, init=False, repr=False)
 
     @classmethod

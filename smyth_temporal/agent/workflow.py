@@ -57,6 +57,7 @@ from smyth_temporal.agent.loop import ContextTooLongError, Loop
 from smyth_temporal.agent.mcp import MCPTools
 from smyth_temporal.agent.memory import MEMORY_EXECUTOR, AgentMemory
 from smyth_temporal.agent.output import Settled, TypedOutput
+from smyth_temporal.agent.rewind import before_turn, take_rewind, watch_resets
 from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import Inbox
 from smyth_temporal.agent.tooling import ToolRunner, limited
@@ -82,6 +83,7 @@ from smyth_temporal.types.approvals import (
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice
 from smyth_temporal.types.sessions import (
     CLOSE_SESSION_SIGNAL,
     SESSION_EVENT_SIGNAL,
@@ -133,6 +135,7 @@ class AgentWorkflow:
         """Every approval request of the run and its decision."""
         self._inbox = Inbox(run)
         self._memory = AgentMemory(run)
+        watch_resets(run)
         self._compactor = Compactor(run)
         self._loop = Loop(run, self._inbox)
         self.bounds = RunBounds(run, self._loop, self.approvals)
@@ -207,6 +210,11 @@ class AgentWorkflow:
     def close_session(self) -> None:
         """End the session once the messages already queued are answered."""
         self._inbox.closing = True
+
+    @workflow.signal(name=REWIND_SIGNAL, unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
+    async def rewound(self, notice: RewindNotice) -> None:
+        """Go on from a rewind's reset (see ``agent.rewind``)."""
+        await take_rewind(self._run, self._memory, notice)
 
     # -- the default loops -----------------------------------------------------------
 
@@ -286,8 +294,10 @@ class AgentWorkflow:
     async def think(self, *, tools: Sequence[Tool] | None = None) -> Message:
         """Take one model turn (compacting first if needed); append and return its message.
 
-        The message's ``tool_calls`` are not run yet (see ``act``).
+        The message's ``tool_calls`` are not run yet (see ``act``). Right after a
+        rewind's reset, it first waits for the rewind's notice (see ``agent.rewind``).
         """
+        await before_turn(self._run)
         await self._mcp.load()  # once per run: the recorded MCP tool lists
         turn = self.conversation.step + 1  # the tools hook is asked once per turn, here
         offered = self._run.tools(turn, fresh=True) if tools is None else tools

@@ -35,6 +35,7 @@ from smyth_temporal.clients._identity import API_KEY_ENV
 from smyth_temporal.clients._limits import DEFAULT, LimitsClient, ModelLimits
 from smyth_temporal.clients._pause import Paused
 from smyth_temporal.clients._references import namespaces_to_scan, referenced_digests
+from smyth_temporal.clients._rewind import RewindResult
 from smyth_temporal.clients._sessions import ReplyChunk, ReplyStream
 from smyth_temporal.clients._tenancy import TenantResolver
 from smyth_temporal.clients._verify import VerifyReport, verify_deploy
@@ -61,6 +62,7 @@ __all__ = [
     "PendingApproval",
     "ReplyChunk",
     "ReplyStream",
+    "RewindResult",
     "ScheduleClient",
     "ScheduleSummary",
     "ScheduledRun",

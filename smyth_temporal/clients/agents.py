@@ -42,6 +42,7 @@ from smyth_temporal.clients._identity import principal_from_env
 from smyth_temporal.clients._limits import LimitsClient
 from smyth_temporal.clients._lineage import forks_of, rewinds_of
 from smyth_temporal.clients._pause import PauseClient, is_paused
+from smyth_temporal.clients._rewind import RewindClient
 from smyth_temporal.clients._runs import translate
 from smyth_temporal.clients._sessions import SessionsClient
 from smyth_temporal.clients._visibility import start_tagged
@@ -86,7 +87,7 @@ class _FromEnv(enum.Enum):
 _FROM_ENV: Final = _FromEnv.FROM_ENV
 
 
-class AgentClient(ApprovalsClient, SessionsClient, PauseClient):
+class AgentClient(ApprovalsClient, SessionsClient, PauseClient, RewindClient):
     """Starts agents, queries their state and awaits their results.
 
     ```python

@@ -214,6 +214,8 @@ class MemoryManager:
             must = [*_scope_conditions(request.scope), Match("workflow_id", request.workflow_id)]
         if request.run_id:
             must.append(Match("run_id", request.run_id))
+        if request.after_step is not None:
+            must.append(Range("step", gt=request.after_step))
         doomed = [p.id for p in await self.store.scroll(collection, StoreFilter(tuple(must)))]
         if doomed:
             await self.store.delete(collection, doomed)

@@ -12,6 +12,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, Field, model_validator
 
+from smyth_temporal.types.agent import ForkOrigin
+
 __all__ = [
     "MEMORY_ACTIVITY_FORGET",
     "MEMORY_ACTIVITY_LIST",
@@ -103,6 +105,23 @@ class MemoryView(BaseModel):
     """The run's own branch (a fork's workflow id), or empty."""
     lineage: list[LineagePoint] = Field(default_factory=list)
     """The ancestors, nearest first."""
+
+    @classmethod
+    def of_fork(cls, workflow_id: str, origin: ForkOrigin) -> MemoryView:
+        """The view of the fork ``workflow_id`` that branched off at ``origin``.
+
+        Each ancestor's branch is its workflow id when it is a fork itself (it has a
+        parent), empty for the root. Added in 0.10.0.
+        """
+        lineage: list[LineagePoint] = []
+        point: ForkOrigin | None = origin
+        while point is not None:
+            branch = point.workflow_id if point.parent is not None else ""
+            lineage.append(
+                LineagePoint(workflow_id=point.workflow_id, branch=branch, step=point.step)
+            )
+            point = point.parent
+        return cls(branch=workflow_id, lineage=lineage)
 
     def sees(self, provenance: Provenance) -> bool:
         """Whether a memory written with ``provenance`` is in this view.
@@ -268,3 +287,5 @@ class UndoRunRequest(BaseModel):
     workflow_id: str
     run_id: str | None = None
     """Only this run of the workflow."""
+    after_step: int | None = Field(default=None, ge=0)
+    """Only memories written after this step (a rewind's). Added in 0.10.0."""

@@ -64,3 +64,6 @@ class RewindNotice(BaseModel):
     """Approval request ids decided after ``to_step``: void in the rewound run."""
     by: str | None = None
     """Who asked for the rewind (the key's name or principal), for the audit trail."""
+    memory_runs: tuple[str, ...] = ()
+    """Runs whose long-term memories written after ``to_step`` the rewound run removes
+    (``smyth.memory.undo_run`` with ``after_step``) before it recalls anything."""

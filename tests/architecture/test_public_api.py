@@ -105,6 +105,7 @@ def test_exception_tree() -> None:
         "ClientError": ["SmythError"],
         "ConfigurationError": ["UserError"],
         "ForkError": ["ClientError"],
+        "RewindError": ["ClientError"],
         "InvalidDecisionError": ["ClientError"],
         "InvalidInterruptError": ["ClientError"],
         "InvalidMessageError": ["ClientError"],
