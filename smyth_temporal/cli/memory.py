@@ -141,6 +141,15 @@ def search(
     include_superseded: Annotated[
         bool, typer.Option("--include-superseded", help="also memories replaced by a newer one")
     ] = False,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            "--branch",
+            parser=non_empty,
+            metavar="WORKFLOW_ID",
+            help="search as this fork sees memory: its parent's up to the fork, and its own",
+        ),
+    ] = None,
     json_: Annotated[
         bool, typer.Option("--json", help="print a JSON list of {record, score} (MemoryHit)")
     ] = False,
@@ -156,6 +165,7 @@ def search(
             kinds=kinds,
             include_expired=include_expired,
             include_superseded=include_superseded,
+            branch=branch,
         )
         if json_:
             print_json([h.model_dump(mode="json") for h in hits])

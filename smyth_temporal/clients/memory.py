@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import FailureError
+from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.agent.memory_admin import (
     MEMORY_ADMIN_WORKFLOW,
@@ -30,13 +31,15 @@ from smyth_temporal.clients._base import (
     watch_pickup,
 )
 from smyth_temporal.clients._identity import Identity
-from smyth_temporal.exceptions import ClientError
+from smyth_temporal.exceptions import AgentNotFoundError, ClientError
+from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.memory import (
     ForgetRequest,
     ListRequest,
     MemoryHit,
     MemoryRecord,
     MemoryScope,
+    MemoryView,
     RecallRequest,
     UndoRunRequest,
 )
@@ -101,8 +104,13 @@ class MemoryClient:
         kinds: list[str] | None = None,
         include_expired: bool = False,
         include_superseded: bool = False,
+        branch: str | None = None,
     ) -> list[MemoryHit]:
         """The memories closest to ``query``, best first.
+
+        Without ``branch``, what an ordinary run sees: no fork's memories. With a
+        fork's workflow id, what that fork sees (``MemoryView``): its ancestors'
+        memories up to where it branched off and its own, never the original's later ones.
 
         Args:
             query: What to look for.
@@ -113,11 +121,16 @@ class MemoryClient:
             kinds: Only these kinds.
             include_expired: Also memories past their expiry.
             include_superseded: Also memories replaced by a newer one.
+            branch: Search as this run (a workflow id) sees memory: a fork's branch.
 
-        Changed in 0.3.0: ``namespace`` may be left out.
+        Raises:
+            AgentNotFoundError: ``branch`` names no run (of the caller's tenant).
+
+        Changed in 0.3.0: ``namespace`` may be left out. Changed in 0.10.0: ``branch``.
         """
         self.identity.permit("read")
         tenant = self.identity.tenant(tenant)
+        view = await self._view_of(branch) if branch is not None else None
         request = RecallRequest(
             **_read_scope(tenant, namespace),
             query=query,
@@ -126,8 +139,33 @@ class MemoryClient:
             include_expired=include_expired,
             include_superseded=include_superseded,
             now=datetime.now(UTC),
+            view=view,
         )
         return (await self._run(MemoryAdminRequest(recall=request))).hits
+
+    async def _view_of(self, workflow_id: str) -> MemoryView | None:
+        """The memory view of the run ``workflow_id`` (``None``: an ordinary run's).
+
+        Read from its current run's input, as the run itself reads it: a fork's
+        ``fork_of`` travels into every run of its chain.
+        """
+        await self.identity.owns(workflow_id)
+        handle = self.client.get_workflow_handle(workflow_id)
+        try:
+            async for event in handle.fetch_history_events(page_size=1):
+                started = event.workflow_execution_started_event_attributes
+                break
+            else:  # pragma: no cover - a run's history always starts with its start
+                raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}") from None
+            raise
+        payloads = list(started.input.payloads)
+        [input] = await self.client.data_converter.decode(payloads[:1], [AgentInput])
+        if not isinstance(input, AgentInput) or input.fork_of is None:
+            return None
+        return MemoryView.of_fork(workflow_id, input.fork_of)
 
     async def list_memories(
         self,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal import AgentClient, AgentInput, AgentNotFoundError
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.memory._sealed import SealedStore
 from smyth_temporal.models import ModelRequest, ModelResponse
@@ -224,3 +224,38 @@ async def test_a_fork_keeps_its_memory_view_after_it_continues_as_new(
     assert forked.steps == 6 and started.continued_execution_run_id
     assert FACT_1 in forked.output and FORK_FACT in forked.output
     assert FACT_3 not in forked.output
+
+
+async def test_a_memory_search_in_a_forks_branch_sees_what_the_fork_sees(
+    client: Client, agents: AgentClient, task_queue: str, memory: MemoryManager
+) -> None:
+    model = ScriptedModel([chained_turn] * 30)
+    query = "ACME GLOBEX earnings CFO buy"
+    async with agent_worker(
+        client, ChainedResearcher, model=model, task_queue=task_queue, memory=memory
+    ):
+        original = await agents.start(
+            ChainedResearcher, AgentInput(prompt="Learn about ACME", tenant="t1")
+        )
+        await agents.result(original.id)
+        fork = await agents.fork(original.id, at_step=2, prompt=NEW_PROMPT)
+        await agents.result(fork.id)  # it continued as new after its own remember
+
+        async def facts(branch: str | None) -> set[str]:
+            hits = await agents.memory.search(
+                query, tenant="t1", k=20, kinds=["fact"], branch=branch
+            )
+            return {hit.record.text for hit in hits}
+
+        in_fork, in_original, shared = (
+            await facts(fork.id),
+            await facts(original.id),
+            await facts(None),
+        )
+        with pytest.raises(AgentNotFoundError, match="no-such-run"):
+            await facts("no-such-run")
+
+    # The fork's branch: the original's memories up to step 2, and its own.
+    assert in_fork == {FACT_1, FORK_FACT}
+    # An ordinary run's view (the original's, or none named): no fork's memories.
+    assert in_original == shared == {FACT_1, FACT_3}
