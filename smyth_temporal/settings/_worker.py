@@ -105,6 +105,16 @@ class ModelSettings(SmythSettings):
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     """The key of the `anthropic` provider, needed once an agent names an `anthropic:`
     model. Added in 0.10.0."""
+    google_base_url: str | None = Field(default=None, validation_alias="GOOGLE_GEMINI_BASE_URL")
+    """The Gemini API endpoint of the `google` provider, for models named `google:NAME`
+    (default: Google's). Added in 0.10.0."""
+    google_api_key: SecretStr | None = Field(default=None, validation_alias="GOOGLE_API_KEY")
+    """The Gemini API key of the `google` provider, needed once an agent names a
+    `google:` model (Vertex AI uses the worker's Google credentials instead). Added in
+    0.10.0."""
+    gemini_api_key: SecretStr | None = Field(default=None, validation_alias="GEMINI_API_KEY")
+    """The `google` provider's key when `GOOGLE_API_KEY` is not set, as the SDK reads
+    them. Added in 0.10.0."""
     prices_file: Path | None = Field(default=None, validation_alias=PRICES_FILE_ENV)
     """The model price table (budgets and `Usage.cost`; default: `.smyth/prices.toml`
     if it exists)."""

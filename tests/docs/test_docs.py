@@ -45,7 +45,9 @@ RUN_TIMEOUT = 120.0
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARKER = re.compile(r"^<!--\s*(run|not run:\s*(?P<reason>.*?))\s*-->$")
 _SPEC = re.compile(r"\b((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*):([A-Za-z_]\w*)\b")
-_ENV_NAME = re.compile(r"^(SMYTH|TEMPORAL|OPENAI|ANTHROPIC|QDRANT|OTEL)_[A-Z0-9_]*[A-Z0-9]$")
+_ENV_NAME = re.compile(
+    r"^(SMYTH|TEMPORAL|OPENAI|ANTHROPIC|GOOGLE|GEMINI|QDRANT|OTEL)_[A-Z0-9_]*[A-Z0-9]$"
+)
 
 
 @dataclass(frozen=True)
