@@ -14,6 +14,7 @@ from temporalio.exceptions import ActivityError
 
 from smyth_temporal._telemetry import compacted
 from smyth_temporal.agent._commands import call_model
+from smyth_temporal.agent.fallback import SUMMARY_FALLBACK_PATCH, fallback_chain, moves_on
 from smyth_temporal.agent.run import Run
 from smyth_temporal.context import (
     DEFAULT_SUMMARY_INSTRUCTIONS,
@@ -160,6 +161,12 @@ class Compactor:
         self.count = count
 
     async def _summarize(self, prompt: list[Message], compaction_id: str) -> str:
+        """The summary's text, from a fallback model if the summarizer is overloaded.
+
+        Raises:
+            ActivityError: The last model's call failed, or one failed for a reason
+                another model would not fix.
+        """
         config = self._config
         request = ModelRequest(
             model=config.summary_model or config.model,
@@ -170,9 +177,27 @@ class Compactor:
             purpose="summary",
             tenant=self._run.tenant,
         )
-        response = await call_model(config, request, summary=f"summary {compaction_id}")
-        self._conversation.count(response.usage)
-        return response.message.content or ""
+        chain = fallback_chain(config, request, SUMMARY_FALLBACK_PATCH)
+        for index, attempt in enumerate(chain):
+            summary = f"summary {compaction_id}"
+            if index:
+                summary += f" (fallback {attempt.model})"
+            try:
+                response = await call_model(config, attempt, summary=summary)
+            except ActivityError as exc:
+                if index == len(chain) - 1 or not moves_on(exc):
+                    raise
+                self._log.warning(
+                    "compaction.model_fallback",
+                    compaction=compaction_id,
+                    model=attempt.model,
+                    fallback=chain[index + 1].model,
+                    error=str(exc.cause or exc),
+                )
+                continue
+            self._conversation.count(response.usage)
+            return response.message.content or ""
+        raise AssertionError("unreachable: the last model's failure is raised")
 
     def _record(
         self,

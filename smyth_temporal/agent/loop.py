@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from smyth_temporal.agent._commands import start_model
 from smyth_temporal.agent.conversation import assign_call_ids, unique_call_ids
+from smyth_temporal.agent.fallback import fallback_chain, moves_on
 from smyth_temporal.agent.live import live_target
 from smyth_temporal.agent.run import Run
 from smyth_temporal.agent.sessions import Inbox
@@ -34,7 +35,6 @@ from smyth_temporal.types.model import (
     ModelResponse,
     RecordedRun,
     is_context_too_long,
-    is_overloaded,
 )
 
 __all__ = ["CONTEXT_COMPACTION_PATCH", "FALLBACK_MODELS_PATCH", "ContextTooLongError", "Loop"]
@@ -204,35 +204,24 @@ class Loop:
         an overloaded or unavailable endpoint moves the turn on, and only while a
         fallback is left (the last model keeps the retry policy's attempts).
         """
-        config = self._config
-        models = [request.model]
-        # Only agents with fallbacks mark the history: recorded runs have none.
-        if config.fallback_models and workflow.patched(FALLBACK_MODELS_PATCH):
-            models += [m for m in config.fallback_models if m != request.model]
-        for index, model in enumerate(models):
-            last = index == len(models) - 1
-            if len(models) > 1:
-                after = None if last else config.fallback_after_attempts
-                request = request.model_copy(update={"model": model, "overloaded_after": after})
-            summary = f"model turn {request.step}"
+        chain = fallback_chain(self._config, request, FALLBACK_MODELS_PATCH)
+        for index, attempt in enumerate(chain):
+            summary = f"model turn {attempt.step}"
             if index:
-                summary += f" (fallback {model})"
+                summary += f" (fallback {attempt.model})"
             try:
-                return await self._attempt(request, message_id, summary)
+                return await self._attempt(attempt, message_id, summary)
             except ActivityError as exc:
-                reason = exc.cause or exc
-                if last or not isinstance(reason, ApplicationError):
-                    self._fail(request, exc, message_id)
-                if not is_overloaded(reason.type, reason.details):
-                    self._fail(request, exc, message_id)
+                if index == len(chain) - 1 or not moves_on(exc):
+                    self._fail(attempt, exc, message_id)
                 self._log.warning(
                     "agent.model_fallback",
-                    step=request.step,
-                    model=model,
-                    fallback=models[index + 1],
-                    error=str(reason),
+                    step=attempt.step,
+                    model=attempt.model,
+                    fallback=chain[index + 1].model,
+                    error=str(exc.cause or exc),
                 )
-                self._record_model(request.step, models[index + 1])
+                self._record_model(attempt.step, chain[index + 1].model)
         raise AssertionError("unreachable: the last model's failure is raised")
 
     def _record_model(self, step: int, model: str) -> None:

@@ -1,4 +1,4 @@
-"""Agents on ``anthropic:`` models with fallback models, or a window smaller than their budget."""
+"""Agents with fallback models (for turns and summaries), or a window smaller than their budget."""
 
 from __future__ import annotations
 
@@ -47,6 +47,24 @@ class GPTWithFallbacks(AgentWorkflow):
         fallback_models=["gpt-backup", "gpt-last-resort"],
         fallback_after_attempts=1,
         instructions="Answer in one sentence.",
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class ClaudeCompactingWithFallback(AgentWorkflow):
+    """Compacts every few turns (a small budget); its summaries may fall back too."""
+
+    config = AgentConfig(
+        model="anthropic:claude-primary",
+        fallback_models=["anthropic:claude-backup"],
+        fallback_after_attempts=1,
+        instructions="Quote the symbols one at a time.",
+        tools=[get_quote],
+        context_budget=1_000,
     )
 
     @workflow.run
