@@ -11,11 +11,11 @@ Skills come from the agent's tools (one per tool, its name and description) and 
 agent's docstring; an agent served by name only has one skill, the agent itself.
 
 The endpoint authenticates the key (401 without one) and checks its role before the
-SDK's JSON-RPC dispatcher sees the request: ``GetTask`` reads, ``SendMessage``,
-``SendStreamingMessage`` and ``CancelTask`` operate, and a message that answers a
-task (it has a ``taskId``: a decision) needs ``approve``; otherwise 403. Errors before
-the dispatcher are HTTP statuses with a JSON-RPC error body (see ``_problems``); after
-it, JSON-RPC errors (``TemporalTasks``).
+SDK's JSON-RPC dispatcher sees the request: ``GetTask``, ``ListTasks`` and
+``SubscribeToTask`` read, ``SendMessage``, ``SendStreamingMessage`` and ``CancelTask``
+operate, and a message that answers a task (it has a ``taskId``: a decision) needs
+``approve``; otherwise 403. Errors before the dispatcher are HTTP statuses with a
+JSON-RPC error body (see ``_problems``); after it, JSON-RPC errors (``TemporalTasks``).
 """
 
 from __future__ import annotations

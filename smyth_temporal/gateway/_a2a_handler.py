@@ -6,8 +6,12 @@ run as several replicas. Here every method reads and acts on the run itself, thr
 client acting for the caller's key (``AgentClient.acting_for``): ``SendMessage`` starts
 a run (or finds the one the same ``messageId`` started, see ``task_id_for``) and waits
 for its end or its first pending approval; ``SendStreamingMessage`` streams the run's
-events as task updates; ``GetTask`` reads the run's state; ``CancelTask`` interrupts it.
-A message in an ``input-required`` task carries a decision (``decision_of``).
+events as task updates; ``SubscribeToTask`` re-attaches to them (the task as it is, then
+what follows); ``GetTask`` reads the run's state; ``ListTasks`` pages the caller's tasks
+from Temporal's visibility (``_a2a_listing``); ``CancelTask`` interrupts the run. A
+message in an ``input-required`` task carries a decision (``decision_of``). Push
+notifications are not offered (the card says so; their methods answer
+``PushNotificationNotSupportedError``): a client subscribes or polls instead.
 
 Errors are A2A's: a run that is not the caller's (another tenant's, another agent's, or
 none) is ``TaskNotFoundError``, whatever the reason, as the REST API answers 404.
@@ -21,7 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import NoReturn
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from smyth_temporal.clients import AgentClient
@@ -33,10 +37,12 @@ from smyth_temporal.exceptions import (
     InvalidDecisionError,
     InvalidInterruptError,
 )
+from smyth_temporal.gateway._a2a_listing import task_page
 from smyth_temporal.gateway._a2a_tasks import (
     decision_of,
     ended_task,
     finished_task,
+    listed_task,
     message_text,
     new_context_id,
     submitted_task,
@@ -102,6 +108,9 @@ CALLER_STATE = "smyth.caller"
 """Where the route puts the caller's ``Principal`` in the call context's state."""
 AGENT_STATE = "smyth.agent"
 """Where the route puts the agent's name in the call context's state."""
+
+_LIST_CONCURRENCY = 8
+"""Tasks of one ``ListTasks`` page read at once (each is a state query a worker answers)."""
 
 _FINAL = frozenset(
     {
@@ -218,11 +227,39 @@ class TemporalTasks(RequestHandler):
         if not delivered.started:
             task = await self._task(client, agent, task.id, history_length=0)
         yield task
+        async for update in self._updates(
+            client, agent, task, after_decision=delivered.decided, started=delivered.started
+        ):
+            yield update
+
+    async def _updates(
+        self,
+        client: AgentClient,
+        agent: str,
+        task: Task,
+        *,
+        after_decision: str | None = None,
+        started: bool = False,
+        seen: int = 0,
+    ) -> AsyncIterator[Event]:
+        """The task's updates as its run goes: each answer, its artifacts, then its status.
+
+        Ends when the run ends or waits for a decision (A2A closes a stream at
+        ``input-required`` too). The answers of the first ``seen`` steps were shown
+        already (in the task a subscriber got first): they are skipped.
+        """
         task_id, context_id = task.id, task.context_id
         ended: RunFinished | None = None
-        async for event in self._follow(client, task_id, after_decision=delivered.decided):
+        async for event in self._follow(client, task_id, after_decision=after_decision):
             message = event.message if isinstance(event, MessageCompleted) else None
-            if message is not None and message.role == "assistant" and message.content:
+            if (
+                message is not None
+                and message.role == "assistant"
+                and message.content
+                # A model step's message carries its step, across continue-as-new and
+                # compaction, so what a task snapshot showed is told apart exactly.
+                and (message.step or seen + 1) > seen
+            ):
                 update = TaskStatusUpdateEvent(task_id=task_id, context_id=context_id)
                 update.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_WORKING))
                 update.status.message.CopyFrom(
@@ -231,11 +268,10 @@ class TemporalTasks(RequestHandler):
                 yield update
             if isinstance(event, RunFinished):
                 ended = event
-        if ended is not None and delivered.started:
+        final: Task | None = None
+        if ended is not None and started:
             result = await self._settle(client, task_id)
             final = finished_task(task, result) if result is not None else None
-        else:
-            final = None
         if final is None:
             final = await self._task(client, agent, task_id, history_length=0)
         for artifact in final.artifacts:
@@ -338,6 +374,13 @@ class TemporalTasks(RequestHandler):
         self, client: AgentClient, agent: str, task_id: str, *, history_length: int | None = None
     ) -> Task:
         """The task as the run shows it now (its artifacts once it completed)."""
+        task, _ = await self._read(client, agent, task_id, history_length=history_length)
+        return task
+
+    async def _read(
+        self, client: AgentClient, agent: str, task_id: str, *, history_length: int | None = None
+    ) -> tuple[Task, int]:
+        """The task as the run shows it now, and the steps it shows (0: no state read)."""
         with _a2a_errors(task_id):
             status = await client.status(task_id)
             if status is None:
@@ -345,7 +388,7 @@ class TemporalTasks(RequestHandler):
             ended = ended_task(task_id, status, f"the run ended: {status.name.lower()}")
             if ended is not None:
                 # Failed or terminated before the agent wrote its end: no state to read.
-                return ended
+                return ended, 0
             state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
             if state.agent != agent:
                 _not_found(task_id)
@@ -353,7 +396,7 @@ class TemporalTasks(RequestHandler):
             if status == WorkflowExecutionStatus.COMPLETED:
                 with contextlib.suppress(AgentFailedError):
                     result = await client.result(task_id)
-        return task_of(state, result, history_length=history_length)
+        return task_of(state, result, history_length=history_length), state.step
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         """The task: its state, history (``historyLength``) and artifacts."""
@@ -378,15 +421,60 @@ class TemporalTasks(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        """Not offered: ``GetTask`` reads a task at any time (it lives in Temporal)."""
-        raise UnsupportedOperationError("SubscribeToTask is not offered; poll with GetTask")
-        yield  # pragma: no cover
+        """The task as it is now, then its updates until it ends or waits for input.
+
+        A client that lost its stream (or never had one) re-attaches to the run: the
+        answers the task already shows are not sent again. An ended task has nothing
+        more to stream (A2A's ``UnsupportedOperationError``; ``GetTask`` reads it).
+        """
+        client, agent, _ = self._scope(context)
+        task, seen = await self._read(client, agent, params.id)
+        if task.status.state in _FINAL:
+            state = TaskState.Name(task.status.state)
+            raise UnsupportedOperationError(
+                f"task {params.id!r} has ended ({state}): nothing to subscribe to; GetTask reads it"
+            )
+        yield task
+        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            return  # the stream closes at input-required; a decision's stream goes on
+        async for update in self._updates(client, agent, task, seen=seen):
+            yield update
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        """Not offered (``GET /v1/runs`` lists the tenant's runs)."""
-        raise UnsupportedOperationError("ListTasks is not offered; GET /v1/runs lists runs")
+        """The caller's tasks of this agent, newest first, a page at a time (``task_page``)."""
+        client, agent, _ = self._scope(context)
+        page = await task_page(client, agent, params)
+        history = params.history_length if params.HasField("history_length") else None
+        slots = asyncio.Semaphore(_LIST_CONCURRENCY)
+
+        async def read(run: WorkflowExecution) -> Task | None:
+            async with slots:
+                try:
+                    return await self._task(client, agent, run.id, history_length=history)
+                except TaskNotFoundError:
+                    return None  # gone since it was listed
+                except InternalError as exc:
+                    # No worker answered: the task as the listing shows it, not no list.
+                    return listed_task(run.id, run.status, str(exc))
+
+        tasks = [t for t in await asyncio.gather(*(read(r) for r in page.runs)) if t is not None]
+        wanted = [
+            task
+            for task in tasks
+            if (not params.context_id or task.context_id == params.context_id)
+            and (not params.status or task.status.state == params.status)
+        ]
+        for task in wanted:
+            if not params.include_artifacts:
+                task.ClearField("artifacts")
+        return ListTasksResponse(
+            tasks=wanted,
+            next_page_token=page.next_page_token,
+            page_size=page.page_size,
+            total_size=len(wanted),
+        )
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext

@@ -55,6 +55,7 @@ __all__ = [
     "decision_of",
     "ended_task",
     "finished_task",
+    "listed_task",
     "message_text",
     "new_context_id",
     "state_of",
@@ -251,5 +252,19 @@ def ended_task(task_id: str, status: WorkflowExecutionStatus, why: str) -> Task 
         return None
     task = Task(id=task_id)
     task.status.CopyFrom(TaskStatus(state=state))
+    task.status.message.CopyFrom(_agent_message(task_id, "", why))
+    return task
+
+
+def listed_task(task_id: str, status: WorkflowExecutionStatus | None, why: str) -> Task:
+    """The task of a listed run whose state could not be read: its state as listed, and why."""
+    ended = ended_task(task_id, status, why) if status is not None else None
+    if ended is not None:
+        return ended
+    task = Task(id=task_id)
+    done = status == WorkflowExecutionStatus.COMPLETED
+    task.status.CopyFrom(
+        TaskStatus(state=TaskState.TASK_STATE_COMPLETED if done else TaskState.TASK_STATE_WORKING)
+    )
     task.status.message.CopyFrom(_agent_message(task_id, "", why))
     return task

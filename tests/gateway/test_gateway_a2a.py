@@ -18,11 +18,15 @@ from a2a.helpers import get_artifact_text, get_message_text
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Part,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -32,6 +36,7 @@ from temporalio.client import Client
 from smyth_temporal import AgentClient
 from smyth_temporal.gateway import create_app
 from smyth_temporal.gateway._a2a_tasks import task_id_for
+from smyth_temporal.models import ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.helpers.agents import Rater
 from tests.helpers.gateway_support import (
@@ -39,11 +44,13 @@ from tests.helpers.gateway_support import (
     Keys,
     Running,
     bearer,
+    flag,
     gateway,
     make_keys,
     serving,
+    until,
 )
-from tests.helpers.live_agents import Operator
+from tests.helpers.live_agents import GatedModel, Operator
 
 ANSWER = "ACME trades at 42 today."
 TIMEOUT = 30
@@ -63,6 +70,10 @@ async def a2a_client(
         config = ClientConfig(httpx_client=http, streaming=streaming)
         client = await create_client(f"{running.url}/a2a/{agent}", client_config=config)
         yield client
+
+
+def _saying(step: ModelResponse, text: str) -> ModelResponse:
+    return step.model_copy(update={"message": step.message.model_copy(update={"content": text})})
 
 
 def user_message(text: str | None = None, **fields: Any) -> Message:
@@ -253,14 +264,19 @@ async def test_bad_input_is_a_json_rpc_error_and_starts_nothing(
     message_id = uuid.uuid4().hex
     message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "Hi."}]}
     send_params = {"message": message}
+    rejection = {
+        **message,
+        "taskId": "a2a-Operator-nope",
+        "parts": [{"data": {"decision": {"approved": False}}}],
+    }
     async with (
         agent_worker(client, Operator, model=ScriptedModel([]), task_queue=task_queue),
         gateway(client, task_queue, keys) as running,
     ):
-        headers = {**keys.headers("operator"), **A2A_HEADERS}
 
-        async def post(path: str, **kwargs: Any) -> httpx.Response:
-            return await running.http.post(path, headers=headers, **kwargs)
+        async def post(path: str, role: str = "operator", **kwargs: Any) -> httpx.Response:
+            role_headers = {**keys.headers(role), **A2A_HEADERS}
+            return await running.http.post(path, headers=role_headers, **kwargs)
 
         answers = {
             "unknown agent": await post("/a2a/Nobody", json=_rpc("SendMessage", send_params)),
@@ -273,6 +289,18 @@ async def test_bad_input_is_a_json_rpc_error_and_starts_nothing(
                 json=_rpc("SendMessage", {"message": {**message, "parts": []}}),
             ),
             "unknown task": await post("/a2a/Operator", json=_rpc("GetTask", {"id": "nope"})),
+            "decision for no task": await post(
+                "/a2a/Operator",
+                "approver",
+                json=_rpc("SendMessage", {"message": rejection}),
+            ),
+            "push config": await post(
+                "/a2a/Operator",
+                json=_rpc(
+                    "CreateTaskPushNotificationConfig",
+                    {"taskId": "a2a-Operator-nope", "url": "https://example.com/hook"},
+                ),
+            ),
             "oversize": await post(
                 "/a2a/Operator",
                 json=_rpc(
@@ -297,6 +325,8 @@ async def test_bad_input_is_a_json_rpc_error_and_starts_nothing(
         "bad params": 200,
         "no text": 200,
         "unknown task": 200,
+        "decision for no task": 200,
+        "push config": 200,
         "oversize": 413,
     }
     codes = {name: answer.json()["error"]["code"] for name, answer in answers.items()}
@@ -308,6 +338,8 @@ async def test_bad_input_is_a_json_rpc_error_and_starts_nothing(
         "bad params": -32602,
         "no text": -32602,
         "unknown task": -32001,
+        "decision for no task": -32001,
+        "push config": -32003,  # PushNotificationNotSupportedError
         "oversize": -32600,
     }
     assert "unknown agent 'Nobody'" in answers["unknown agent"].json()["error"]["message"]
@@ -365,3 +397,142 @@ async def test_an_operator_cannot_decide_by_spelling_task_id_the_proto_way(
     assert "may not decide" in refused.json()["error"]["message"]
     assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert len(model.requests) == 1
+
+
+async def test_list_tasks_pages_the_callers_tasks_of_the_agent_and_no_other_tenants(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([reply(ANSWER)])  # every task is one step: this reply
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+        a2a_client(running, keys.by_role["operator"]) as mine,
+        a2a_client(running, keys.other) as theirs,
+    ):
+        sent = [await send(mine, user_message(f"Task {n}.")) for n in range(3)]
+        [other] = await send(theirs, user_message("Theirs."))
+        ids = {final_task(responses).id for responses in sent}
+        pages: list[ListTasksResponse] = []
+        token = ""
+        while True:  # a page may be short and still go on: follow the token to its end
+            pages.append(
+                await mine.list_tasks(
+                    ListTasksRequest(page_size=2, page_token=token, include_artifacts=True)
+                )
+            )
+            token = pages[-1].next_page_token
+            if not token:
+                break
+        by_context = await mine.list_tasks(
+            ListTasksRequest(context_id=final_task(sent[0]).context_id, history_length=1)
+        )
+        waiting = await mine.list_tasks(
+            ListTasksRequest(status=TaskState.TASK_STATE_INPUT_REQUIRED)
+        )
+        their_list = await theirs.list_tasks(ListTasksRequest())
+        headers = {**keys.headers("viewer"), **A2A_HEADERS}
+        refused = {
+            what: (
+                await running.http.post(
+                    "/a2a/Operator", json=_rpc("ListTasks", params), headers=headers
+                )
+            ).json()["error"]["code"]
+            for what, params in {
+                "forged token": {"pageToken": "not-a-token"},
+                "page too big": {"pageSize": 101},
+                "page too small": {"pageSize": 0},
+                "negative history": {"historyLength": -1},
+            }.items()
+        }
+
+    listed = [task for page in pages for task in page.tasks]
+    assert sorted(task.id for task in listed) == sorted(ids)  # each once, no other's
+    assert all(len(page.tasks) <= 2 for page in pages)
+    assert all(t.status.state == TaskState.TASK_STATE_COMPLETED for t in listed)
+    assert all(get_artifact_text(t.artifacts[0]) == ANSWER for t in listed)
+    [one] = by_context.tasks
+    assert one.id == final_task(sent[0]).id and len(one.history) == 1 and not one.artifacts
+    assert list(waiting.tasks) == []
+    assert [t.id for t in their_list.tasks] == [other.task.id]
+    assert refused == dict.fromkeys(refused, -32602)  # InvalidParamsError
+
+
+async def test_subscribe_re_attaches_to_a_running_task_and_sends_only_what_follows(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    steps = [_saying(tool_call("get_quote", symbol="ACME"), "Looking it up."), reply(ANSWER)]
+    model = GatedModel(steps, held={2})  # the answer waits until the subscriber is there
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+        a2a_client(running, keys.by_role["operator"]) as operator,
+        a2a_client(running, keys.by_role["viewer"], streaming=True) as viewer,
+    ):
+        config = SendMessageConfiguration(return_immediately=True)
+        request = SendMessageRequest(message=user_message("Quote ACME."), configuration=config)
+        [started] = [r async for r in operator.send_message(request)]
+        task_id = final_task([started]).id
+        await until(flag(lambda: model.waiting == {2}), "the second model call held")
+        async with asyncio.timeout(TIMEOUT):
+            stream = viewer.subscribe(SubscribeToTaskRequest(id=task_id))
+            first = await anext(stream)
+            model.release.set()
+            rest = [response async for response in stream]
+        ended = await running.http.post(
+            "/a2a/Operator",
+            json=_rpc("SubscribeToTask", {"id": task_id}),
+            headers={**keys.headers("viewer"), **A2A_HEADERS},
+        )
+        theirs = await running.http.post(
+            "/a2a/Operator",
+            json=_rpc("SubscribeToTask", {"id": task_id}),
+            headers={**bearer(keys.other), **A2A_HEADERS},
+        )
+
+    # First the task as it was: working, the interim answer already in its history.
+    assert first.task.id == task_id
+    assert first.task.status.state == TaskState.TASK_STATE_WORKING
+    assert [get_message_text(m) for m in first.task.history] == ["Quote ACME.", "Looking it up."]
+    texts = [
+        get_message_text(r.status_update.status.message)
+        for r in rest
+        if r.HasField("status_update") and r.status_update.status.HasField("message")
+    ]
+    assert texts == [ANSWER]  # not "Looking it up." again
+    [artifact] = [r.artifact_update.artifact for r in rest if r.HasField("artifact_update")]
+    assert get_artifact_text(artifact) == ANSWER
+    assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    # An ended task has nothing to stream; another tenant's is not found.
+    assert "has ended" in _sse_error(ended)["message"]
+    assert _sse_error(ended)["code"] == -32004  # UnsupportedOperationError
+    assert _sse_error(theirs)["code"] == -32001  # TaskNotFoundError
+
+
+async def test_subscribing_to_a_task_that_waits_for_approval_gives_the_task_and_closes(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+        a2a_client(running, keys.by_role["viewer"], streaming=True) as viewer,
+        a2a_client(running, keys.by_role["operator"]) as operator,
+    ):
+        [waiting] = await send(operator, user_message("Sell 5 ACME."))
+        async with asyncio.timeout(TIMEOUT):
+            got = [r async for r in viewer.subscribe(SubscribeToTaskRequest(id=waiting.task.id))]
+
+    [only] = got
+    assert only.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "Waiting for approval" in get_message_text(only.task.status.message)
+
+
+def _sse_error(answer: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC error a streaming method answered (as JSON, or as its one SSE event)."""
+    text = answer.text
+    if text.lstrip().startswith("{"):
+        error: dict[str, Any] = json.loads(text)["error"]
+        return error
+    data = next(line for line in text.splitlines() if line.startswith("data:"))
+    error = json.loads(data.removeprefix("data:"))["error"]
+    return error
