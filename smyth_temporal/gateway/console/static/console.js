@@ -504,25 +504,168 @@ function runsView(signal) {
  * The live run as a compact timeline: the conversation's text in full, each tool call
  * one line (its arguments and result open on click), approvals, status and usage. The
  * run's output is its last answer, already shown: the end says only how the run ended.
+ * Above it, the run's lineage (its parent, forks and rewinds); on each step, "Fork
+ * here" and "Rewind here" for keys that may operate runs (disabled, with why, for the rest).
  */
 function runView(workflowId, signal, focus = null) {
   const status = h("span", { id: "run-status" }, statusBadge("connecting"));
   const usage = h("span", { id: "run-usage" });
   const problem = h("p", { class: "error", role: "alert" });
+  const lineage = h("div", { id: "run-lineage", class: "lineage" });
   const log = h("ol", { class: "conversation", "aria-label": "Conversation" });
-  view().append(
+  show(
     h("h2", {}, "Run ", h("code", {}, workflowId)),
     h("p", { class: "meta" }, "Status: ", status, " · ", usage),
+    lineage,
+    may("operate") ? null : h("p", { class: "hint not-allowed" }, notAllowed("fork or rewind runs")),
     problem, log);
-  let agent = null;
-  const steps = new Map(); // run id/step -> {text, tools, attempt}
-  const calls = new Map(); // tool call id -> its row's parts
-
-  const setStatus = (value) => status.replaceChildren(statusBadge(value));
   const setUsage = (u) => {
     usage.textContent = u.requests + " model calls · " + u.input_tokens + " in / " + u.output_tokens +
       " out tokens · " + u.tool_calls + " tool calls" + (u.cost ? " · cost " + u.cost.toFixed(4) : "");
   };
+  call("runs/" + encodeURIComponent(workflowId), { signal })
+    .then((state) => {
+      if (!log.dataset.finished) setUsage(state.usage);
+      lineage.replaceChildren(...lineageLines(workflowId, state));
+    })
+    .catch(() => { /* the events carry status and usage too */ });
+  timeline(workflowId, log, signal, {
+    focus,
+    setStatus: (value) => status.replaceChildren(statusBadge(value)),
+    setUsage,
+    onError: (error) => { problem.textContent = error.message; },
+    stepActions: (step) => stepActions(workflowId, step),
+  });
+}
+
+/** Where a run came from and went: its parent, its forks (each to compare) and its rewinds. */
+function lineageLines(workflowId, state) {
+  const lines = [];
+  const origin = state.fork_of;
+  if (origin) {
+    lines.push(h("p", { class: "meta lineage-parent" }, "Forked from ", runLink(origin.workflow_id),
+      " after step " + origin.step + " · ", compareLink(origin.workflow_id, workflowId)));
+  }
+  if (state.forks && state.forks.length) {
+    lines.push(h("p", { class: "meta lineage-forks" }, "Forks: ", state.forks.map((fork, index) => [
+      index ? "; " : "", runLink(fork.workflow_id),
+      " (after step " + (fork.step === null ? "?" : fork.step) + ", " + fork.status.replace(/_/g, " ") + ") ",
+      compareLink(workflowId, fork.workflow_id)])));
+  }
+  for (const rewind of state.rewinds || []) {
+    const calls = rewind.side_effects.map((c) => c.tool + " at step " + c.step).join(", ");
+    lines.push(h("p", { class: "meta lineage-rewind" }, "Rewound to step " + rewind.to_step +
+      (rewind.by ? " by " + rewind.by : "") + " ", when(rewind.time),
+      rewind.side_effects.length ? "; side effects not undone: " + calls : ""));
+  }
+  return lines;
+}
+
+function compareLink(parent, fork) {
+  return h("a", { class: "compare", href: "#/compare/" + encodeURIComponent(parent) + "/" + encodeURIComponent(fork) },
+    "compare");
+}
+
+/**
+ * "Fork here" and "Rewind here" for step `step`: each opens a small form under the step
+ * (a message to add; for a fork, another model) and sends it; a fork opens the new run,
+ * a rewind shows this run again. A key that may not operate runs sees both disabled,
+ * with why (the API refuses it anyway: 403). Returns the buttons (for the step's label
+ * line) and the place for the form and its error.
+ */
+function stepActions(workflowId, step) {
+  const refusal = may("operate") ? null : notAllowed("fork or rewind runs");
+  const slot = h("form", { class: "step-form" });
+  const error = h("p", { class: "error", role: "alert" });
+  const button = (kind, label, title) => h("button", { type: "button", class: kind + "-here",
+    disabled: refusal !== null, title: refusal || title, onclick: () => ask(kind) }, label);
+  const buttons = h("div", { class: "step-actions" },
+    button("fork", "Fork here", "Start a new run from right after step " + step),
+    button("rewind", "Rewind here", "Take this run back to right after step " + step));
+  const ask = (kind) => {
+    const prompt = h("input", { type: "text", name: "prompt", autocomplete: "off",
+      "aria-label": "Message before step " + (step + 1), placeholder: "message before step " + (step + 1) + " (optional)" });
+    const model = kind === "fork"
+      ? h("input", { type: "text", name: "model", autocomplete: "off", "aria-label": "Model", placeholder: "another model (optional)" })
+      : null;
+    const submit = h("button", { type: "submit", class: "approve" }, kind === "fork" ? "Fork" : "Rewind");
+    slot.className = "step-form " + kind;
+    slot.onsubmit = async (event) => {
+      event.preventDefault();
+      submit.disabled = true;
+      error.textContent = "";
+      const body = kind === "fork" ? { at_step: step } : { to_step: step };
+      if (prompt.value.trim()) body.prompt = prompt.value.trim();
+      if (model && model.value.trim()) body.model = model.value.trim();
+      try {
+        const answer = await call("runs/" + encodeURIComponent(workflowId) + "/" + kind, { method: "POST", body });
+        if (kind === "fork") location.hash = "#/runs/" + encodeURIComponent(answer.workflow_id);
+        else route(); // the same run, going on from the step
+      } catch (failed) {
+        error.textContent = failed.message;
+        submit.disabled = false;
+      }
+    };
+    slot.replaceChildren(prompt, model || "", submit,
+      h("button", { type: "button", class: "cancel", onclick: () => { slot.replaceChildren(); error.textContent = ""; } }, "Cancel"));
+    prompt.focus();
+  };
+  return { buttons, below: [slot, error] };
+}
+
+/**
+ * A parent and its fork side by side from the step they share: each column follows its
+ * run's events after that step (the steps before are the same in both).
+ */
+async function compareView(parentId, forkId, signal) {
+  const problem = h("p", { class: "error", role: "alert" });
+  show(h("h2", {}, "Compare"), problem);
+  let fork;
+  try {
+    fork = await call("runs/" + encodeURIComponent(forkId), { signal });
+  } catch (error) {
+    if (!signal.aborted) problem.textContent = error.message;
+    return;
+  }
+  if (!fork.fork_of || fork.fork_of.workflow_id !== parentId) {
+    problem.textContent = forkId + " is not a fork of " + parentId + ": they share no step.";
+    return;
+  }
+  const common = fork.fork_of.step;
+  const column = (workflowId, label) => {
+    const status = h("span", {}, statusBadge("connecting"));
+    const log = h("ol", { class: "conversation", "aria-label": label + " after step " + common });
+    const error = h("p", { class: "error", role: "alert" });
+    timeline(workflowId, log, signal, {
+      afterStep: common,
+      setStatus: (value) => status.replaceChildren(statusBadge(value)),
+      onError: (failed) => { error.textContent = failed.message; },
+    });
+    return h("section", { class: "side", "data-run": workflowId, "aria-label": label },
+      h("h3", {}, label + " ", runLink(workflowId)), h("p", { class: "meta" }, "Status: ", status), error, log);
+  };
+  const same = common === 1 ? "Step 1 is" : "Steps 1 to " + common + " are";
+  show(h("p", { class: "meta common" }, common
+    ? same + " the same in both; from step " + (common + 1) + " on:"
+    : "They differ from the first step:"),
+  h("div", { class: "compare" }, column(parentId, "Parent"), column(forkId, "Fork")));
+}
+
+/**
+ * Follow `workflowId`'s events into `log`: a card per step with its tool calls, the
+ * user's messages, approvals and notes. Options: `afterStep` leaves out what happened
+ * up to that step (a comparison's shared part); `focus` marks an approval request;
+ * `stepActions(step)` adds controls to each step's card; `setStatus`, `setUsage` and
+ * `onError` report the rest.
+ */
+function timeline(workflowId, log, signal, options = {}) {
+  const { afterStep = null, focus = null, stepActions = null } = options;
+  const setStatus = options.setStatus || (() => {});
+  const setUsage = options.setUsage || (() => {});
+  let agent = null;
+  const steps = new Map(); // run id/step -> {text, tools, attempt}
+  const calls = new Map(); // tool call id -> its row's parts
+
   const add = (kind, ...children) => {
     const item = h("li", { class: "event " + kind }, ...children);
     log.append(item);
@@ -534,7 +677,11 @@ function runView(workflowId, signal, focus = null) {
     if (!steps.has(key)) {
       const text = h("p", { class: "text" });
       const tools = h("ol", { class: "tools" });
-      add("assistant", h("span", { class: "who" }, e.step ? "Step " + e.step : "Assistant"), text, tools);
+      const who = h("span", { class: "who" }, e.step ? "Step " + e.step : "Assistant");
+      const actions = e.step && stepActions ? stepActions(e.step) : null;
+      const item = add("assistant", actions ? h("div", { class: "step-head" }, who, actions.buttons) : who,
+        text, tools, actions ? actions.below : null);
+      if (e.step) item.dataset.step = e.step;
       steps.set(key, { text, tools, attempt: 0 });
     }
     return steps.get(key);
@@ -553,6 +700,9 @@ function runView(workflowId, signal, focus = null) {
     return calls.get(callId);
   };
   const texted = (output) => [...steps.values()].some((b) => b.text.textContent.trim() === output.trim());
+  /** Whether `e` is part of what a comparison's two runs share (left out there). */
+  const shared = (e) => afterStep !== null && e.kind !== "run_finished" &&
+    (e.step < afterStep || (e.step === afterStep && !(e.kind === "message" && e.message.role === "user")));
 
   const handlers = {
     run_started: (e) => { agent = e.agent; add("note", "Run of " + e.agent + " started (" + e.mode + ")"); },
@@ -626,13 +776,11 @@ function runView(workflowId, signal, focus = null) {
     if (card) approvalCard(workflowId, agent, request, card);
   };
 
-  call("runs/" + encodeURIComponent(workflowId), { signal })
-    .then((state) => { if (!log.dataset.finished) setUsage(state.usage); })
-    .catch(() => { /* the events carry status and usage too */ });
   followEvents(workflowId, (event) => {
     const handle = handlers[event.kind];
-    if (handle) handle(event);
-  }, signal).catch((error) => { problem.textContent = error.message; });
+    if (event.kind === "run_started") agent = event.agent; // approvals name it, shared or not
+    if (handle && !shared(event)) handle(event);
+  }, signal).catch((error) => { if (options.onError) options.onError(error); });
 }
 
 /** The memory page: the most recent memories at once, a search, and Forget for admins. */
@@ -733,7 +881,11 @@ function route() {
     if (active) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  if (path.startsWith("runs/")) {
+  if (path.startsWith("compare/")) {
+    const [parent, fork] = path.slice(8).split("/").map(decodeURIComponent);
+    compareView(parent, fork, current.signal);
+  }
+  else if (path.startsWith("runs/")) {
     // #/runs/<run>[/approvals/<request>], each part encoded whole: a notification's link
     // opens the run at its request.
     const [run, part, request] = path.slice(5).split("/");
