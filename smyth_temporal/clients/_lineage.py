@@ -14,7 +14,7 @@ Added in 0.10.0.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 import structlog
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
@@ -86,7 +86,7 @@ async def rewinds_of(client: Client, workflow_id: str) -> list[RewindRecord]:
         if notice is None or notice.abandoned_run_id in records:
             continue
         records[notice.abandoned_run_id] = RewindRecord(
-            time=event.event_time.ToDatetime(),
+            time=event.event_time.ToDatetime(tzinfo=UTC),
             to_step=notice.to_step,
             abandoned_run_id=notice.abandoned_run_id,
             run_id=created.get(notice.abandoned_run_id),
