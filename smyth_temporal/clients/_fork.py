@@ -34,6 +34,7 @@ from typing import Any
 import structlog
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import DataConverter
@@ -41,6 +42,7 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import (
     ExecuteWorkflowInput,
+    HandleUpdateInput,
     Interceptor,
     Replayer,
     StartActivityInput,
@@ -93,6 +95,9 @@ class ForkPoint:
     """The state right after the step."""
 
 
+_UPDATE_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+
+
 class _Stop(Exception):
     """Ends a replay once the state is taken (the replay then reports a failure)."""
 
@@ -133,6 +138,10 @@ class _Capture(Interceptor):
         self.step = step
         self.checkpoint: AgentCheckpoint | None = None
         self.agent: AgentWorkflow | None = None
+        self.running: dict[str, str] = {}
+        """The update handlers running now, by update id: their names."""
+        self.in_checkpoint: dict[str, str] = {}
+        """The update handlers that were running when the state was taken."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
@@ -162,6 +171,13 @@ class _Capture(Interceptor):
                     capture.agent = instance
                 return await super().execute_workflow(input)
 
+            async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+                capture.running[input.id] = input.update
+                try:
+                    return await super().handle_update_handler(input)
+                finally:
+                    capture.running.pop(input.id, None)
+
         return Inbound
 
     def take(self) -> AgentCheckpoint:
@@ -170,6 +186,7 @@ class _Capture(Interceptor):
         if agent is None:
             raise ForkError("the run is not an agent's (no AgentWorkflow was replayed)")
         checkpoint = agent.lifecycle.checkpoint()
+        self.in_checkpoint = dict(self.running)
         # The turn being started recorded its versions already.
         versions = [v for v in checkpoint.versions if v.step <= self.step]
         return checkpoint.model_copy(update={"versions": versions, "generation": 1})
@@ -270,6 +287,7 @@ async def _replay(
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     if capture.checkpoint is not None:
+        _refuse_pending_updates(history, step, capture.in_checkpoint)
         return capture.checkpoint
     replayed = capture.agent
     if replayed is None:
@@ -293,7 +311,34 @@ async def _replay(
             "approvals pending); fork at an earlier step"
         )
     # The run ended (or waits) right after the step: its state as the replay left it.
-    return capture.take()
+    checkpoint = capture.take()
+    _refuse_pending_updates(history, step, capture.in_checkpoint)
+    return checkpoint
+
+
+def _refuse_pending_updates(history: WorkflowHistory, step: int, running: dict[str, str]) -> None:
+    """Refuse a state that holds an update whose caller still waits on the original.
+
+    Such an update (a session message being answered, say) was accepted before the
+    state was taken and has not completed: the fork would carry its message but owe
+    the answer to nobody, while the original still answers it.
+
+    Raises:
+        ForkError: An update handler running in the state has not completed.
+    """
+    completed = {
+        event.workflow_execution_update_completed_event_attributes.meta.update_id
+        for event in history.events
+        if event.event_type == _UPDATE_COMPLETED
+    }
+    pending = sorted((name, id) for id, name in running.items() if id not in completed)
+    if pending:
+        name, id = pending[0]
+        raise ForkError(
+            f"right after step {step}, {history.workflow_id!r} holds update {name!r} "
+            f"(id {id}) whose caller still waits for the original to answer it; fork at "
+            "an earlier step, or once it is answered"
+        )
 
 
 async def start_fork(

@@ -316,3 +316,40 @@ async def test_a_fork_with_code_that_does_not_replay_the_run_says_so_and_starts_
         await agents.fork(handle.id, at_step=2, agent=ShortenedAnalyst, id="fork-changed")
     with pytest.raises(Exception, match="not found"):
         await client.get_workflow_handle("fork-changed").describe()
+
+
+class HeldModel:
+    """``ScriptedModel`` whose turn ``held`` waits until the test lets it go."""
+
+    def __init__(self, model: ScriptedModel, held: int) -> None:
+        self.model, self.held = model, held
+        self.reached, self.release = asyncio.Event(), asyncio.Event()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.step == self.held:
+            self.reached.set()
+            await self.release.wait()
+        return await self.model.complete(request)
+
+
+async def test_a_running_session_answering_a_message_its_caller_waits_for_does_not_fork(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = HeldModel(ScriptedModel([reply("Hello."), reply("Hello again.")]), held=2)
+    session_id = session_workflow_id("Analyst", "default", "held")
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        await agents.send(Analyst, "held", "Hi")
+        waiting = asyncio.create_task(agents.send(Analyst, "held", "Hi again"))
+        await model.reached.wait()  # message 2's update is in flight, its turn too
+        # Right after step 1 the session holds message 2, whose caller still waits.
+        with pytest.raises(ForkError, match=r"holds update 'send_message' .* still waits"):
+            await agents.fork(session_id, at_step=1, id="fork-of-a-pending-update")
+        before = await agents.fork(session_id, at_step=0, id="fork-before-the-update")
+        model.release.set()
+        answer = await waiting
+        await client.get_workflow_handle(before.id).terminate()
+
+    assert answer is not None and answer.text == "Hello again."  # the original goes on
+    assert [r.step for r in model.model.requests] == [1, 2]
+    with pytest.raises(Exception, match="not found"):
+        await client.get_workflow_handle("fork-of-a-pending-update").describe()
