@@ -1,4 +1,4 @@
-"""Model providers (worker side): the interface, routing, OpenAI (chat, Responses), Anthropic.
+"""Model providers (worker side): routing, OpenAI (chat, Responses), Anthropic, Google.
 
 Workflow code never imports this package; it sends ``ModelRequest``s to the model
 activity by name. The OpenAI provider (and the ``openai`` package) loads on first use,
@@ -22,11 +22,13 @@ from smyth_temporal.types.model import ModelRequest, ModelResponse
 if TYPE_CHECKING:
     from smyth_temporal.models._anthropic import AnthropicProvider
     from smyth_temporal.models._errors import to_application_error
+    from smyth_temporal.models._google import GoogleProvider
     from smyth_temporal.models._openai import OpenAIProvider
     from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
 
 __all__ = [
     "AnthropicProvider",
+    "GoogleProvider",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
@@ -48,6 +50,11 @@ def __getattr__(name: str) -> Any:
         from smyth_temporal.models._anthropic import AnthropicProvider
 
         return AnthropicProvider
+    if name == "GoogleProvider":
+        # Needs the google extra; the import error names the install command.
+        from smyth_temporal.models._google import GoogleProvider
+
+        return GoogleProvider
     if name == "OpenAIProvider":
         from smyth_temporal.models._openai import OpenAIProvider
 

@@ -81,16 +81,17 @@ def _renamed(request: ModelRequest, name: str) -> ModelRequest:
 
 
 def default_provider(settings: ModelSettings) -> ProviderPrefixes:
-    """A worker's provider when none is named: OpenAI-compatible, and Anthropic's by prefix.
+    """A worker's provider when none is named: OpenAI-compatible, the others by prefix.
 
     Bare names and ``openai:NAME`` go to the OpenAI-compatible provider
     (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), built now so that a worker without its
-    key fails at start, unless the worker has only ``ANTHROPIC_API_KEY``;
+    key fails at start, unless the worker has only the keys of native providers;
     ``openai-responses:NAME`` goes to ``OpenAIResponsesProvider`` (the same endpoint
     and key, built when the OpenAI-compatible one is);
     ``anthropic:NAME`` goes to ``AnthropicProvider`` (``ANTHROPIC_BASE_URL``,
     ``ANTHROPIC_API_KEY``), built now if the key is set (else its first call fails,
-    final, naming the variable).
+    final, naming the variable); ``google:NAME`` goes to ``GoogleProvider`` the same
+    way (``GOOGLE_GEMINI_BASE_URL``, ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY``).
 
     Added in 0.10.0.
     """
@@ -122,13 +123,30 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
             api_key=key.get_secret_value() if key is not None else None,
         )
 
+    def google_provider() -> ModelProvider:
+        from smyth_temporal.models._google import GoogleProvider
+
+        key = settings.google_api_key or settings.gemini_api_key
+        return GoogleProvider(
+            base_url=settings.google_base_url,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+
     has_anthropic = settings.anthropic_api_key is not None
-    only_anthropic = settings.openai_api_key is None and has_anthropic
-    openai = openai_provider if only_anthropic else openai_provider()
-    responses = openai_responses_provider if only_anthropic else openai_responses_provider()
+    has_google = settings.google_api_key is not None or settings.gemini_api_key is not None
+    only_native = settings.openai_api_key is None and (has_anthropic or has_google)
+    openai = openai_provider if only_native else openai_provider()
+    responses = openai_responses_provider if only_native else openai_responses_provider()
     # Built now when its key is set: importing the SDK inside the first model call would
     # hold the event loop long enough (seconds on a loaded worker) to miss heartbeats.
     anthropic = anthropic_provider() if has_anthropic else anthropic_provider
+    google = google_provider() if has_google else google_provider
     return ProviderPrefixes(
-        openai, {"openai": openai, "openai-responses": responses, "anthropic": anthropic}
+        openai,
+        {
+            "openai": openai,
+            "openai-responses": responses,
+            "anthropic": anthropic,
+            "google": google,
+        },
     )

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal.models import default_provider
 from smyth_temporal.models._google import GEMINI_PART, GoogleProvider
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import FakeGoogleServer, google_error, google_turn
@@ -363,3 +364,12 @@ async def test_a_real_key_quoted_in_an_error_is_masked(fake: FakeGoogleServer) -
     with pytest.raises(ApplicationError) as raised:
         await provider.complete(request())
     assert key not in str(raised.value) and "abcdefghijklmnop" not in str(raised.value)
+
+
+def test_the_default_provider_serves_google_names_with_the_workers_key() -> None:
+    # A worker with only a Gemini key starts: the OpenAI-compatible provider waits for
+    # a bare name to be asked for.
+    settings = ModelSettings.load(gemini_api_key="gemini-worker-key", openai_api_key=None)
+    routes = default_provider(settings)
+    provider, name = routes.resolve("google:gemini-2.5-pro")
+    assert (type(provider), name) == (GoogleProvider, "gemini-2.5-pro")
