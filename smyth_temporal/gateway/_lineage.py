@@ -1,9 +1,11 @@
-"""Time travel over HTTP: fork a run at a step (``POST /v1/runs/{id}/fork``).
+"""Time travel over HTTP: fork a run at a step, rewind a run to a step.
 
-Over ``AgentClient.fork``, acting for the caller's key: operator and above (a viewer
+``POST /v1/runs/{id}/fork`` over ``AgentClient.fork`` and ``POST /v1/runs/{id}/rewind``
+over ``AgentClient.rewind``, acting for the caller's key: operator and above (a viewer
 is refused with 403 before anything is read), a run of another tenant is 404 as a run
-that does not exist, and a step the run has not finished is 409; in each case nothing
-starts. A run's lineage (its parent, forks and rewinds) is part of ``GET /v1/runs/{id}``.
+that does not exist, and a step that cannot be used is 409; in each case nothing starts
+and nothing is reset. A run's lineage (its parent, forks and rewinds) is part of
+``GET /v1/runs/{id}``.
 
 Added in 0.10.0.
 """
@@ -17,7 +19,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from smyth_temporal.gateway._auth import Operator
 from smyth_temporal.gateway._gateway import GatewayDep
-from smyth_temporal.gateway._models import ForkRequest, RunCreated
+from smyth_temporal.gateway._models import ForkRequest, RewindDone, RewindRequest, RunCreated
 
 __all__ = ["router"]
 
@@ -61,4 +63,30 @@ async def fork_run(
         run_id=handle.result_run_id,
         agent=description.workflow_type,
         tenant=caller.tenant,
+    )
+
+
+@router.post("/runs/{workflow_id}/rewind", summary="Rewind a run to a step")
+async def rewind_run(
+    workflow_id: RunId, body: RewindRequest, caller: Operator, gateway: GatewayDep
+) -> RewindDone:
+    """Take this run back to right after step ``to_step``; it goes on from there.
+
+    Through Temporal's reset: the same workflow id, a new run (the abandoned one's
+    history stays readable). ``prompt`` is added as a user message before step
+    ``to_step + 1``; memories the run wrote after the step are removed; approvals
+    decided after it are void. Side-effect calls after the step cannot be undone: they
+    are listed in the answer. 409 when the run cannot go back there (a step it has not
+    gone past, one in an earlier run of its chain, an update being handled).
+    """
+    done = await gateway.acting_for(caller).rewind(
+        workflow_id, to_step=body.to_step, prompt=body.prompt
+    )
+    return RewindDone(
+        workflow_id=done.workflow_id,
+        run_id=done.run_id,
+        abandoned_run_id=done.abandoned_run_id,
+        to_step=done.to_step,
+        side_effects=list(done.side_effects),
+        voided_approvals=list(done.voided_approvals),
     )

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from smyth_temporal.clients import PendingApproval, ScheduleSummary
 from smyth_temporal.security import Permission, Role
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
+from smyth_temporal.types.rewind import RewoundCall
 from smyth_temporal.types.sessions import WhileBusy
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "MemoryList",
     "MessageAccepted",
     "MessageRequest",
+    "RewindDone",
+    "RewindRequest",
     "RunCreated",
     "RunList",
     "RunSummary",
@@ -76,6 +79,33 @@ class ForkRequest(_Body):
     """Run the fork's turns on this model."""
     id: str | None = Field(default=None, min_length=1, max_length=255)
     """The fork's workflow id (default: ``<id>-fork-<random>``)."""
+
+
+class RewindRequest(_Body):
+    """Take a run back to a step (``POST /v1/runs/{id}/rewind``). Added in 0.10.0."""
+
+    to_step: int = Field(ge=0)
+    """The step to go back to; the run goes on with the next (0: before the first turn)."""
+    prompt: str | None = Field(default=None, min_length=1)
+    """Added as a user message before step ``to_step + 1``."""
+
+
+class RewindDone(BaseModel):
+    """What a rewind did (``POST /v1/runs/{id}/rewind``). Added in 0.10.0."""
+
+    workflow_id: str
+    """The rewound run's workflow id (the same as before)."""
+    run_id: str
+    """The new run, which goes on from step ``to_step + 1``."""
+    abandoned_run_id: str
+    """The run whose steps after ``to_step`` were abandoned (its history stays)."""
+    to_step: int
+    """The step the run went back to."""
+    side_effects: list[RewoundCall]
+    """Tool calls after ``to_step`` that the reset could not undo (a tool's ``reconcile``
+    hook is asked about each when the run calls it again)."""
+    voided_approvals: list[str]
+    """Approval requests decided after ``to_step``: void in the new run."""
 
 
 class MessageRequest(_Body):

@@ -34,6 +34,7 @@ from smyth_temporal.exceptions import (
     InvalidInterruptError,
     InvalidMessageError,
     MemoryNotFoundError,
+    RewindError,
     ScheduleExistsError,
     ScheduleNotFoundError,
     ServerUnavailableError,
@@ -76,6 +77,7 @@ _STATUSES: tuple[tuple[type[SmythError], HTTPStatus], ...] = (
     (InvalidInterruptError, HTTPStatus.CONFLICT),
     (AgentFailedError, HTTPStatus.CONFLICT),
     (ForkError, HTTPStatus.CONFLICT),  # the run has not finished that step: nothing started
+    (RewindError, HTTPStatus.CONFLICT),  # not a step to go back to: nothing was reset
     (ScheduleExistsError, HTTPStatus.CONFLICT),
     (ServerUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE),
     # What remains of the clients' errors is mostly "no worker answered/took it".

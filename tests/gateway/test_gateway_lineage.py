@@ -110,3 +110,56 @@ async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_ste
     assert fork_state.json()["fork_of"]["workflow_id"] == parent.id
     assert fork_state.json()["forks"] == [] and fork_state.json()["rewinds"] == []
     assert hidden.status_code == 404 and OTHER not in hidden.text
+
+
+async def test_an_operator_rewinds_over_http_and_viewers_other_tenants_and_bad_steps_reset_nothing(
+    client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
+) -> None:
+    keys: Keys = make_keys(tmp_path / "keys.json")
+    app = create_app(
+        AgentClient(client, task_queue=task_queue),
+        SERVED,
+        keys=keys.store,
+        options=GatewayOptions(auth_burst=1000, worker_timeout=15.0),
+    )
+    model = ScriptedModel(SCRIPT)
+    async with (
+        agent_worker(client, Analyst, model=model, task_queue=task_queue),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http,
+    ):
+        run = await agents.start(Analyst, AgentInput(prompt="ACME and GLOBEX?", tenant=TENANT))
+        await agents.result(run.id)
+        first_run = (await run.describe()).run_id
+        path = f"/v1/runs/{run.id}/rewind"
+        refused = {
+            "viewer": await http.post(path, json={"to_step": 1}, headers=keys.headers("viewer")),
+            "other tenant": await http.post(path, json={"to_step": 1}, headers=bearer(keys.other)),
+            "beyond": await http.post(path, json={"to_step": 7}, headers=keys.headers("operator")),
+            "negative": await http.post(
+                path, json={"to_step": -1}, headers=keys.headers("operator")
+            ),
+        }
+        untouched = (await run.describe()).run_id
+        done = await http.post(
+            path, json={"to_step": 1, "prompt": "Once more."}, headers=keys.headers("operator")
+        )
+        await agents.result(run.id)
+        state = await http.get(f"/v1/runs/{run.id}", headers=keys.headers("viewer"))
+
+    statuses = {name: answer.status_code for name, answer in refused.items()}
+    assert statuses == {"viewer": 403, "other tenant": 404, "beyond": 409, "negative": 422}
+    assert untouched == first_run  # nothing was reset
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert (body["workflow_id"], body["abandoned_run_id"], body["to_step"]) == (
+        run.id,
+        first_run,
+        1,
+    )
+    assert body["run_id"] != first_run
+    [rewind] = state.json()["rewinds"]
+    assert (rewind["to_step"], rewind["by"], rewind["run_id"]) == (
+        1,
+        f"{TENANT}-operator",
+        body["run_id"],
+    )
