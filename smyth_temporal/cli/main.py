@@ -51,6 +51,7 @@ from smyth_temporal.cli import (
     mcp,
     memory,
     pause,
+    rewind,
     runs,
     schedules,
     serve,
@@ -78,7 +79,7 @@ app = typer.Typer(
     help="Durable AI agents on Temporal: a dev server, workers, agent runs, human approvals "
     "and long-term memory.",
 )
-for group in (dev, runs, watch, pause, approvals, sessions, audit, fork):
+for group in (dev, runs, watch, pause, approvals, sessions, audit, fork, rewind):
     app.add_typer(group.app)
 app.add_typer(memory.app, name="memory")
 app.add_typer(schedules.app, name="schedule")

@@ -28,8 +28,11 @@ excludes them (``reset_reapply_exclude_types``).
 
 Refused, with nothing reset: a step the run has not taken a step after (its last
 step, or beyond), a step taken in an earlier run of a continue-as-new chain (a reset
-cannot cross runs: fork there instead), and a run handling an update (a message or a
-decision) right now, whose caller would lose its answer.
+cannot cross runs: fork there instead), a run handling an update (a message or a
+decision) right now, whose caller would lose its answer, and, on a server that cannot
+signal in the reset request, the step a run started at (step 0, or where it continued
+as new): the run's constructor runs after Temporal reseeds it there, so it cannot see
+that reset and would not wait for the notice.
 
 Added in 0.10.0.
 """
@@ -127,6 +130,8 @@ class RewindPlan:
     run_id: str
     to_step: int
     reset_event_id: int
+    first_task: bool
+    """The reset point is the run's first workflow task (the step it started at)."""
     side_effects: list[RewoundCall] = field(default_factory=list)
     voided_approvals: list[str] = field(default_factory=list)
     memory_runs: list[str] = field(default_factory=list)
@@ -148,6 +153,7 @@ class _Reader:
         self._history = history
         self._step = step
         self.reset_event_id: int | None = None
+        self.first_task_id: int | None = None
         self.steps_taken = 0
         self.calls: dict[int, _Call] = {}
         self.voided: list[str] = []
@@ -166,7 +172,9 @@ class _Reader:
     async def read(self) -> None:
         for event in self._history.events:
             kind = event.event_type
-            if kind == _E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if kind == _E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and self.first_task_id is None:
+                self.first_task_id = event.event_id
+            elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                 await self._scheduled(event)
             elif kind == _E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
                 attributes = event.activity_task_completed_event_attributes
@@ -277,6 +285,7 @@ async def plan_rewind(
         run_id=history.run_id,
         to_step=step,
         reset_event_id=reader.reset_event_id,
+        first_task=reader.reset_event_id == reader.first_task_id,
         voided_approvals=reader.voided,
         memory_runs=reader.memory_runs,
     )
@@ -352,6 +361,14 @@ async def reset_to(
     except RPCError as exc:
         if not _unsupported(exc):
             raise
+        if plan.first_task:
+            # The run's constructor runs after Temporal reseeds it there: it cannot see
+            # that reset, so it would not wait for a notice sent after it.
+            raise RewindError(
+                f"step {plan.to_step} is where run {plan.run_id} of {plan.workflow_id!r} "
+                "started, and this server cannot signal a reset run in the reset request: "
+                f"rewind to a later step, or fork at step {plan.to_step}"
+            ) from None
         # The server cannot signal as part of a reset: reset, then signal the new run.
         # The run waits for the notice before its next model turn (agent.rewind).
         request = _reset_request(client, plan, notice, identity)

@@ -5,6 +5,7 @@ Real dev server, real Qdrant Edge on disk; only the model is scripted.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,15 +14,17 @@ import pytest
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client
 
-from smyth_temporal import (
-    AgentClient,
-    AgentInput,
-)
+from smyth_temporal import AccessDeniedError, AgentClient, AgentInput, AgentNotFoundError
+from smyth_temporal.exceptions import RewindError
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import ModelRequest, ModelResponse
+from smyth_temporal.security import Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.rewind import REWIND_SIGNAL
-from tests.helpers.rewind_agents import Rewindable
+from smyth_temporal.types.sessions import session_workflow_id
+from tests.agent.test_approvals import wait_for_pending
+from tests.helpers.context_agents import Relay
+from tests.helpers.rewind_agents import Mailer, Rewindable
 
 FACT_1 = "ACME reports earnings on May 3"
 FACT_3 = "ACME's CFO resigned"
@@ -114,3 +117,132 @@ async def test_a_rewind_to_step_2_forgets_step_3s_memory_keeps_step_1s_and_compl
     ]
     assert signals == [REWIND_SIGNAL]
     assert description.raw_description.workflow_extended_info.HasField("last_reset_time")
+
+
+def mail(request: ModelRequest) -> ModelResponse:
+    """A quote, an e-mail, an answer; after a rewind with a prompt, the answer at once."""
+    if any(m.role == "user" and m.content == NEW_COURSE for m in request.messages):
+        return reply("changed course")
+    return {
+        1: tool_call("get_quote", symbol="ACME"),
+        2: tool_call("send_email", to="ceo", text="ACME"),
+    }.get(request.step) or reply("mailed")
+
+
+async def history_of(client: Client, workflow_id: str) -> tuple[str, list[EventType.ValueType]]:
+    """The current run's id and its event types."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    return history.run_id, [e.event_type for e in history.events]
+
+
+async def test_a_step_beyond_the_run_another_tenants_run_a_viewer_or_an_unknown_id_resets_nothing(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([mail] * 6)
+    viewer = agents.acting_for(Principal(name="acme-viewer", tenant="acme", role="viewer"))
+    globex = agents.acting_for(Principal(name="globex-ops", tenant="globex", role="operator"))
+    acme = agents.acting_for(Principal(name="acme-ops", tenant="acme", role="operator"))
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        handle = await agents.start(Mailer, AgentInput(prompt="Mail the CEO", tenant="acme"))
+        assert (await agents.result(handle.id)).steps == 3
+        before = await history_of(client, handle.id)
+        for step in (3, 7):  # its last step (nothing after it to go back over), beyond it
+            with pytest.raises(RewindError, match="has taken 3 steps; it cannot be rewound"):
+                await acme.rewind(handle.id, to_step=step)
+        with pytest.raises(RewindError, match="0 or more"):
+            await acme.rewind(handle.id, to_step=-1)
+        with pytest.raises(RewindError, match="must not be empty"):
+            await acme.rewind(handle.id, to_step=1, prompt="  ")
+        with pytest.raises(AccessDeniedError, match="role viewer"):
+            await viewer.rewind(handle.id, to_step=1)
+        with pytest.raises(AgentNotFoundError):
+            await globex.rewind(handle.id, to_step=1)
+        with pytest.raises(AgentNotFoundError):
+            await acme.rewind("no-such-run", to_step=1)
+        assert await history_of(client, handle.id) == before  # nothing was reset
+
+        rewound = await acme.rewind(handle.id, to_step=1, prompt=NEW_COURSE)
+        result = await agents.result(handle.id)
+        notices = [n for n in (await agents.audit(handle.id)).entries if n.kind == "rewound"]
+
+    assert (result.output, result.steps) == ("changed course", 2)
+    [email] = rewound.side_effects  # the quote of step 1 is read-only: not listed
+    assert (email.tool, email.step, email.outcome) == ("send_email", 2, "completed")
+    [notice] = notices
+    assert notice.fields["by"] == "acme-ops" and notice.fields["to_step"] == 1
+
+
+async def test_approvals_decided_after_the_step_are_void_and_asked_again(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    order = tool_call("place_order", symbol="ACME", quantity=5)
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), order, reply("ordered")] * 2)
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        handle = await agents.start(Mailer, "Buy ACME")
+        [request] = (await wait_for_pending(agents, handle.id, 1)).pending_approvals
+        await agents.approve(handle.id, request.id, by="ann")
+        assert (await agents.result(handle.id)).output == "ordered"
+
+        rewound = await agents.rewind(handle.id, to_step=1)
+        # The rewound run asks again: ann's decision is not applied to it.
+        [again] = (await wait_for_pending(agents, handle.id, 1)).pending_approvals
+        await agents.reject(handle.id, again.id, by="bob")
+        result = await agents.result(handle.id)
+
+    assert rewound.voided_approvals == (request.id,)
+    [placed] = rewound.side_effects
+    assert (placed.tool, placed.step, placed.outcome) == ("place_order", 2, "completed")
+    assert result.output == "ordered" and result.steps == 3
+
+
+async def test_a_step_in_an_earlier_run_of_a_chain_or_where_a_run_started_is_refused(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Relay continues as new after every two steps: its last run starts at step 4.
+    def relay(request: ModelRequest) -> ModelResponse:
+        if said(request, NEW_COURSE):
+            return reply("again")
+        return tool_call("daily_report", day=request.step) if request.step < 6 else reply("done")
+
+    model = ScriptedModel([relay] * 8)
+    async with agent_worker(client, Relay, model=model, task_queue=task_queue):
+        handle = await agents.start(Relay, "Read five days.")
+        assert (await agents.result(handle.id)).steps == 6
+        before = await history_of(client, handle.id)
+        with pytest.raises(
+            RewindError, match=r"earlier run of its chain.*continued as new at step 4"
+        ):
+            await agents.rewind(handle.id, to_step=3)
+        # Where the run started: its constructor cannot see a reset at its first task,
+        # so without a signal in the reset request (the dev server has none) it refuses.
+        with pytest.raises(RewindError, match=r"is where run .* started"):
+            await agents.rewind(handle.id, to_step=4)
+        assert await history_of(client, handle.id) == before
+        rewound = await agents.rewind(handle.id, to_step=5, prompt=NEW_COURSE)
+        result = await agents.result(handle.id)
+
+    assert rewound.abandoned_run_id == before[0]
+    assert (result.output, result.steps) == ("again", 6)
+    assert [r.step for r in model.requests] == [1, 2, 3, 4, 5, 6, 6]  # none for steps 1-5
+
+
+async def test_a_session_answering_a_message_is_not_rewound(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    order = tool_call("place_order", symbol="ACME", quantity=5)
+    model = ScriptedModel([order, reply("not ordered")])
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        sending = asyncio.ensure_future(agents.send(Mailer, "desk", "Buy ACME"))
+        workflow_id = session_workflow_id("Mailer", "default", "desk")
+        for _ in range(200):  # until the session has asked the model (it exists then)
+            if model.requests:
+                break
+            await asyncio.sleep(0.02)
+        await wait_for_pending(agents, workflow_id, 1)  # the message's update is open
+        before = await history_of(client, workflow_id)
+        with pytest.raises(RewindError, match="is handling update 'send_message'"):
+            await agents.rewind(workflow_id, to_step=0)
+        assert await history_of(client, workflow_id) == before
+        await agents.reject(workflow_id, by="bob")
+        reply_ = await sending
+    assert reply_ is not None and reply_.text == "not ordered"

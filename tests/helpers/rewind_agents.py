@@ -6,6 +6,7 @@ from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
 from tests.helpers.agents import get_quote, record
+from tests.helpers.context_agents import place_order
 
 
 @tool(effect="side_effect")
@@ -30,6 +31,19 @@ class Rewindable(AgentWorkflow):
         memory_namespace="research",
         memory_episodes=False,
         max_steps=8,
+    )
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class Mailer(AgentWorkflow):
+    """Quotes, e-mails and orders (approved first), without memory."""
+
+    config = AgentConfig(
+        model="test-model", tools=[get_quote, send_email, place_order], max_steps=8
     )
 
     @workflow.run
