@@ -27,7 +27,8 @@ from mcp.types import ToolAnnotations
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import ConfigurationError, SmythError
 from smyth_temporal.mcp_server._auth import Callers, RequireKey, is_loopback
-from smyth_temporal.mcp_server._tasks import TaskMiddleware
+from smyth_temporal.mcp_server._tasks import RunTasks, TaskMiddleware
+from smyth_temporal.mcp_server._tasks_extension import TasksExtension
 from smyth_temporal.security import KeyStore
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.approvals import ApprovalRequest
@@ -57,7 +58,8 @@ _INSTRUCTIONS = (
     "requests, decide_approval approves or rejects one. send_message talks to an agent in "
     "a session that keeps its context between messages. A client of protocol 2025-11-25 may "
     "call start_run as a task (its id is the workflow id) and poll it with tasks/get; an "
-    "input_required task waits for decide_approval."
+    "input_required task waits for decide_approval. A 2026-07-28 client that declares the "
+    "tasks extension gets start_run as a task; its approvals come as input requests."
 )
 
 
@@ -81,12 +83,17 @@ def agents_mcp_server(
     Added in 0.3.0. Changed in 0.8.0: ``keys``; deciding is annotated destructive and
     not idempotent. Changed in 0.9.0: MCP tasks (2025-11-25): ``start_run`` may be
     called as a task, served with ``tasks/get``, ``tasks/result``, ``tasks/list`` and
-    ``tasks/cancel`` from Temporal.
+    ``tasks/cancel`` from Temporal. Changed in 0.10.0: the tasks extension of 2026-07-28
+    (``io.modelcontextprotocol/tasks``): ``start_run`` answers a client that declares it
+    with a task; approvals are its input requests, decided with ``tasks/update``.
     """
-    server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS)
     known = list(dict.fromkeys(served))
-    callers = Callers(agents, keys)
-    server.middleware.append(TaskMiddleware(callers, known))
+    runs = RunTasks(Callers(agents, keys), known)
+    server: MCPServer = MCPServer(
+        name, instructions=_INSTRUCTIONS, extensions=[TasksExtension(runs)]
+    )
+    server.middleware.append(TaskMiddleware(runs))
+    callers = runs.callers
 
     def caller(ctx: Context) -> AgentClient:
         with _refusals():

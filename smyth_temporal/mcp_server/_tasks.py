@@ -80,7 +80,19 @@ from smyth_temporal.mcp_server._auth import Callers
 from smyth_temporal.types.agent import AgentStatus
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, STATUS_ATTRIBUTE
 
-__all__ = ["TASK_PROTOCOL_VERSIONS", "TASK_TOOL", "TaskMiddleware", "task_status"]
+__all__ = [
+    "POLL_INTERVAL_MS",
+    "RELATED_TASK",
+    "TASK_PROTOCOL_VERSIONS",
+    "TASK_TOOL",
+    "RunTasks",
+    "TaskMiddleware",
+    "checked_task_id",
+    "iso",
+    "parse_params",
+    "protocol_errors",
+    "task_status",
+]
 
 log = structlog.get_logger("smyth_temporal.mcp_server")
 
@@ -93,7 +105,8 @@ TASK_TOOL: Final = "start_run"
 
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
-_POLL_INTERVAL_MS = 1000
+POLL_INTERVAL_MS = 1000
+"""How often a client is asked to poll a task that has not ended (milliseconds)."""
 _MAX_TASK_ID = 1000
 """Temporal's longest workflow id (the server's default limit)."""
 _LIST_PAGE = 50
@@ -134,8 +147,11 @@ def task_status(status: AgentStatus | str | None, pending_approvals: int = 0) ->
     return "working"
 
 
-class TaskMiddleware(ServerMiddleware[Any]):
-    """Serves MCP tasks over the server's tools, from what Temporal holds.
+class RunTasks:
+    """Tasks read from Temporal: a task is a run of an agent served here, seen by a key.
+
+    Shared by both revisions' tasks (2025-11-25 here, the 2026-07-28 extension in
+    ``_tasks_extension``): nothing is kept in this process.
 
     Args:
         callers: Whom each request acts as (its key's client, or the server's).
@@ -146,76 +162,13 @@ class TaskMiddleware(ServerMiddleware[Any]):
         self.callers = callers
         self.served = list(dict.fromkeys(served))
 
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        method, params = ctx.method, ctx.params or {}
-        if method == "initialize":
-            # Negotiated by this very request: the answer says which version it is.
-            return _advertised(method, await call_next(ctx))
-        if ctx.protocol_version not in TASK_PROTOCOL_VERSIONS or ctx.request_id is None:
-            return await call_next(ctx)
-        if method == "tools/call" and params.get("task") is not None:
-            return await self._create(ctx, call_next)
-        if method not in _METHODS:
-            return _advertised(method, await call_next(ctx))
-        if method == "tasks/list":
-            page = _params(PaginatedRequestParams, params)
-            client = self._client(ctx)
-            with _protocol_errors(None):
-                return _dump(await self._list(client, page))
-        task_id = _params(_TASK_PARAMS[method], params).task_id
-        if not 0 < len(task_id) <= _MAX_TASK_ID:
-            raise MCPError(INVALID_PARAMS, f"taskId must be 1 to {_MAX_TASK_ID} characters")
-        client = self._client(ctx)
-        with _protocol_errors(task_id):
-            if method == "tasks/get":
-                return _dump(GetTaskResult(**_fields(await self._task(client, task_id))))
-            if method == "tasks/result":
-                return _dump(await self._payload(client, task_id))
-            return _dump(CancelTaskResult(**_fields(await self._cancel(client, task_id))))
-
-    def _client(self, ctx: ServerRequestContext[Any, Any]) -> AgentClient:
+    def client(self, ctx: ServerRequestContext[Any, Any]) -> AgentClient:
+        """The client acting as the request's key (a revoked key: the protocol's refusal)."""
         headers: Mapping[str, str] | None = getattr(ctx.request, "headers", None)
-        with _protocol_errors(None):
+        with protocol_errors(None):
             return self.callers.client(headers)
 
-    async def _create(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        """``start_run`` as a task: the tool starts the run; the answer is its task."""
-        params = ctx.params or {}
-        if params.get("name") != TASK_TOOL:
-            raise MCPError(
-                METHOD_NOT_FOUND,
-                f"tool {params.get('name')!r} does not run as a task; {TASK_TOOL} does",
-            )
-        _params(TaskMetadata, params["task"])
-        # Refused as tasks/cancel refuses it (-32600), not in the tool's words.
-        client = self._client(ctx)
-        with _protocol_errors(None):
-            client.identity.permit("operate")
-        answer = await call_next(ctx)  # the tool's checks, identity and refusals
-        if not isinstance(answer, Mapping):
-            return answer
-        if answer.get("isError"):
-            # Refused before anything started: no task to poll, so the protocol's error
-            # (a client awaiting a CreateTaskResult reads no tool result), in its words.
-            raise MCPError(INVALID_PARAMS, _text(answer))
-        workflow_id = str(_structured(answer)["workflow_id"])
-        now = _iso(datetime.now(UTC))
-        log.info("mcp.task_created", task_id=workflow_id)
-        task = Task(
-            task_id=workflow_id,
-            status="working",
-            created_at=now,
-            last_updated_at=now,
-            ttl=None,
-            poll_interval=_POLL_INTERVAL_MS,
-        )
-        return _dump(CreateTaskResult(task=task))
-
-    async def _execution(self, client: AgentClient, task_id: str) -> WorkflowExecution:
+    async def execution(self, client: AgentClient, task_id: str) -> WorkflowExecution:
         """The run a task id names, if the caller sees it and it is an agent served here."""
         await client.identity.owns(task_id)  # another tenant's: AgentNotFoundError
         try:
@@ -228,9 +181,12 @@ class TaskMiddleware(ServerMiddleware[Any]):
             raise AgentNotFoundError(_no_task(task_id))
         return described
 
-    async def _task(self, client: AgentClient, task_id: str) -> Task:
-        """The task as its run stands now."""
-        execution = await self._execution(client, task_id)
+    async def task(self, client: AgentClient, task_id: str, *, explain: bool = True) -> Task:
+        """The task as its run stands now.
+
+        ``explain``: a waiting task's status message names its requests (a query).
+        """
+        execution = await self.execution(client, task_id)
         task = _task_of(execution)
         if execution.status == WorkflowExecutionStatus.COMPLETED:
             # The agent's own end (an interrupt or a step limit also completes the run).
@@ -239,13 +195,13 @@ class TaskMiddleware(ServerMiddleware[Any]):
                 status = task_status(result.status)
                 message = result.output if status == "failed" else None
                 task = task.model_copy(update={"status": status, "status_message": message})
-        elif task.status == "input_required":
+        elif task.status == "input_required" and explain:
             task = task.model_copy(update={"status_message": await _waiting(client, task_id)})
         return task
 
-    async def _payload(self, client: AgentClient, task_id: str) -> CallToolResult:
+    async def payload(self, client: AgentClient, task_id: str) -> CallToolResult:
         """The run's result, once it ended (what ``run_result`` answers), as a tool's."""
-        await self._execution(client, task_id)
+        await self.execution(client, task_id)
         meta = {RELATED_TASK: {"taskId": task_id}}
         try:
             result = await client.result(task_id)
@@ -261,7 +217,7 @@ class TaskMiddleware(ServerMiddleware[Any]):
             _meta=meta,
         )
 
-    async def _list(self, client: AgentClient, params: PaginatedRequestParams) -> ListTasksResult:
+    async def list(self, client: AgentClient, params: PaginatedRequestParams) -> ListTasksResult:
         """One page of the caller's tenant's runs of the agents served, newest first."""
         client.identity.permit("read")
         token = _page_token(params.cursor)
@@ -280,19 +236,105 @@ class TaskMiddleware(ServerMiddleware[Any]):
         cursor = base64.urlsafe_b64encode(following).decode() if following else None
         return ListTasksResult(tasks=tasks, next_cursor=cursor)
 
-    async def _cancel(self, client: AgentClient, task_id: str) -> Task:
-        """Interrupt the run and answer with its task once it ended (or still ending)."""
-        task = await self._task(client, task_id)
+    async def cancel(self, client: AgentClient, task_id: str, *, wait: bool = True) -> Task:
+        """Interrupt the run; its task once it ended (``wait``), or as it stands now.
+
+        Raises:
+            MCPError: The task has ended: nothing to cancel.
+        """
+        task = await self.task(client, task_id)
         if task.status in _ENDED:
             raise MCPError(
                 INVALID_PARAMS, f"task {task_id!r} has ended ({task.status}): nothing to cancel"
             )
         await client.interrupt(task_id, reason="cancelled over MCP")
         log.info("mcp.task_cancelled", task_id=task_id)
+        if not wait:
+            return task
         with contextlib.suppress(TimeoutError, AgentFailedError):
             async with asyncio.timeout(_CANCEL_WAIT):
                 await client.result(task_id)
-        return await self._task(client, task_id)
+        return await self.task(client, task_id)
+
+
+class TaskMiddleware(ServerMiddleware[Any]):
+    """Serves MCP tasks (2025-11-25) over the server's tools, from what Temporal holds.
+
+    Args:
+        runs: The tasks, read from Temporal.
+    """
+
+    def __init__(self, runs: RunTasks) -> None:
+        self.runs = runs
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        method, params = ctx.method, ctx.params or {}
+        if method == "initialize":
+            # Negotiated by this very request: the answer says which version it is.
+            return _advertised(method, await call_next(ctx))
+        if ctx.protocol_version not in TASK_PROTOCOL_VERSIONS or ctx.request_id is None:
+            return await call_next(ctx)
+        if method == "tools/call" and params.get("task") is not None:
+            return await self._create(ctx, call_next)
+        if method not in _METHODS:
+            return _advertised(method, await call_next(ctx))
+        if method == "tasks/list":
+            page = parse_params(PaginatedRequestParams, params)
+            client = self.runs.client(ctx)
+            with protocol_errors(None):
+                return _dump(await self.runs.list(client, page))
+        task_id = checked_task_id(parse_params(_TASK_PARAMS[method], params).task_id)
+        client = self.runs.client(ctx)
+        with protocol_errors(task_id):
+            if method == "tasks/get":
+                return _dump(GetTaskResult(**_fields(await self.runs.task(client, task_id))))
+            if method == "tasks/result":
+                return _dump(await self.runs.payload(client, task_id))
+            return _dump(CancelTaskResult(**_fields(await self.runs.cancel(client, task_id))))
+
+    async def _create(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """``start_run`` as a task: the tool starts the run; the answer is its task."""
+        params = ctx.params or {}
+        if params.get("name") != TASK_TOOL:
+            raise MCPError(
+                METHOD_NOT_FOUND,
+                f"tool {params.get('name')!r} does not run as a task; {TASK_TOOL} does",
+            )
+        parse_params(TaskMetadata, params["task"])
+        # Refused as tasks/cancel refuses it (-32600), not in the tool's words.
+        client = self.runs.client(ctx)
+        with protocol_errors(None):
+            client.identity.permit("operate")
+        answer = await call_next(ctx)  # the tool's checks, identity and refusals
+        if not isinstance(answer, Mapping):
+            return answer
+        if answer.get("isError"):
+            # Refused before anything started: no task to poll, so the protocol's error
+            # (a client awaiting a CreateTaskResult reads no tool result), in its words.
+            raise MCPError(INVALID_PARAMS, _text(answer))
+        workflow_id = str(_structured(answer)["workflow_id"])
+        now = iso(datetime.now(UTC))
+        log.info("mcp.task_created", task_id=workflow_id)
+        task = Task(
+            task_id=workflow_id,
+            status="working",
+            created_at=now,
+            last_updated_at=now,
+            ttl=None,
+            poll_interval=POLL_INTERVAL_MS,
+        )
+        return _dump(CreateTaskResult(task=task))
+
+
+def checked_task_id(task_id: str) -> str:
+    """``task_id`` if Temporal could hold it; else the protocol's "invalid params"."""
+    if not 0 < len(task_id) <= _MAX_TASK_ID:
+        raise MCPError(INVALID_PARAMS, f"taskId must be 1 to {_MAX_TASK_ID} characters")
+    return task_id
 
 
 def _advertised(method: str, answer: HandlerResult) -> HandlerResult:
@@ -329,10 +371,10 @@ def _task_of(run: WorkflowExecution) -> Task:
         task_id=run.id,
         status=task,
         status_message=message,
-        created_at=_iso(created),
-        last_updated_at=_iso(run.close_time or datetime.now(UTC)),
+        created_at=iso(created),
+        last_updated_at=iso(run.close_time or datetime.now(UTC)),
         ttl=None,
-        poll_interval=None if task in _ENDED else _POLL_INTERVAL_MS,
+        poll_interval=None if task in _ENDED else POLL_INTERVAL_MS,
     )
 
 
@@ -375,7 +417,7 @@ def _text(answer: Mapping[str, Any]) -> str:
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def _params(model: type[_M], params: Any) -> _M:
+def parse_params(model: type[_M], params: Any) -> _M:
     """``params`` as ``model``, or the protocol's "invalid params" naming what is wrong."""
     try:
         return model.model_validate(params if params is not None else {}, by_name=False)
@@ -404,7 +446,7 @@ def _dump(result: BaseModel) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_unset=True)
 
 
-def _iso(moment: datetime) -> str:
+def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -413,7 +455,7 @@ def _no_task(task_id: str) -> str:
 
 
 @contextlib.contextmanager
-def _protocol_errors(task_id: str | None) -> Iterator[None]:
+def protocol_errors(task_id: str | None) -> Iterator[None]:
     """What the client library refuses, as the protocol's errors, in its words.
 
     An unknown run and another tenant's are the same "no task" (-32602).

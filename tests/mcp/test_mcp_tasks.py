@@ -24,6 +24,7 @@ from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     CallToolRequestParams,
     CallToolResult,
     CancelTaskRequest,
@@ -260,8 +261,9 @@ async def test_bad_task_requests_get_a_clear_error_and_start_nothing(
 async def test_a_client_without_tasks_keeps_the_tools_as_they_were(
     address: str, task_queue: str, trader: None
 ) -> None:
-    # The 2026-07-28 revision moved tasks into an extension: its client is served the
-    # tools exactly as before, and task metadata does not change what start_run answers.
+    # The 2026-07-28 revision moved tasks into an extension: a client that does not
+    # declare it is served the tools exactly as before, and refused the extension's
+    # methods as the extension says (tests/mcp/test_mcp_tasks_extension.py).
     async with asyncio.timeout(TIMEOUT), Client(stdio_server(address, task_queue)) as mcp:
         assert mcp.protocol_version == "2026-07-28"
         tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
@@ -271,7 +273,7 @@ async def test_a_client_without_tasks_keeps_the_tools_as_they_were(
         assert set(started.structured_content or {}) == {"workflow_id", "agent"}
         with pytest.raises(MCPError) as refused:
             await get_task(mcp, started.structured_content["workflow_id"])
-        assert refused.value.code == METHOD_NOT_FOUND
+        assert refused.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
 async def test_a_task_outlives_its_server_and_only_its_tenant_sees_or_cancels_it(
