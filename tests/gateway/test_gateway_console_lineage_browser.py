@@ -1,7 +1,8 @@
 """Time travel in the console (issue 28 item 5), in headless Chromium.
 
 "Fork here" on a step of the run view starts a fork and opens it; the fork names its
-parent, the parent lists its fork, and "compare" shows both from the step they share.
+parent, the parent lists its fork, and "compare" shows both from the step they share;
+"Rewind here" takes the run back and its lineage says so.
 A viewer sees the buttons disabled with why, and the gateway refuses a forced one.
 Screenshots go to ``test-artifacts/``.
 """
@@ -98,7 +99,7 @@ def an_operator_forks_and_compares(driver: WebDriver, url: str, key: str, parent
     assert not driver.find_elements(By.CSS_SELECTOR, '.conversation li[data-step="1"]')
     screenshot(driver, "lineage-fork")
 
-    driver.find_element(By.CSS_SELECTOR, ".lineage-parent a.compare").click()
+    driver.find_element(By.CSS_SELECTOR, ".lineage-parent a.compare-link").click()
     text_in(driver, ".common", "Step 1 is the same in both; from step 2 on:")
     finished(driver, f'.side[data-run="{parent}"] .conversation')
     finished(driver, f'.side[data-run="{fork}"] .conversation')
@@ -115,10 +116,19 @@ def an_operator_forks_and_compares(driver: WebDriver, url: str, key: str, parent
     # The parent lists its fork.
     left.find_element(By.CSS_SELECTOR, "h3 a").click()
     text_in(driver, ".lineage-forks", f"Forks: {fork} (after step 1, completed)")
+
+    # Rewind here: the same run goes back to step 1 and says so.
+    step = shown(driver, '.conversation li[data-step="1"]')
+    step.find_element(By.CSS_SELECTOR, ".rewind-here").click()
+    form = step.find_element(By.CSS_SELECTOR, "form.rewind")
+    form.find_element(By.NAME, "prompt").send_keys("Once more, please.")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    text_in(driver, ".lineage-rewind", f"Rewound to step 1 by {TENANT}-operator")
+    screenshot(driver, "lineage-rewound")
     return fork
 
 
-async def test_fork_here_opens_the_fork_which_compares_side_by_side_and_a_viewer_may_not(
+async def test_fork_here_opens_a_fork_to_compare_side_by_side_rewind_here_rewinds_viewers_may_not(
     client: Client, agents: AgentClient, task_queue: str, keys: Keys, browser: WebDriver
 ) -> None:
     async with (
@@ -133,7 +143,8 @@ async def test_fork_here_opens_the_fork_which_compares_side_by_side_and_a_viewer
             an_operator_forks_and_compares, browser, running.url, operator, parent.id
         )
         result = await agents.result(fork)
+        rewound = await agents.result(parent.id)
 
-    assert result.output == "INITECH is flat."
+    assert result.output == "INITECH is flat." and rewound.output == "Both are up."
     forks = [e.id async for e in client.list_workflows(f"SmythForkOf = '{parent.id}'")]
     assert forks == [fork]  # the viewer's forced click started nothing

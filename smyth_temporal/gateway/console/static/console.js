@@ -562,7 +562,7 @@ function lineageLines(workflowId, state) {
 }
 
 function compareLink(parent, fork) {
-  return h("a", { class: "compare", href: "#/compare/" + encodeURIComponent(parent) + "/" + encodeURIComponent(fork) },
+  return h("a", { class: "compare-link", href: "#/compare/" + encodeURIComponent(parent) + "/" + encodeURIComponent(fork) },
     "compare");
 }
 
