@@ -18,11 +18,14 @@ Added in 0.10.0.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import structlog
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
 from smyth_temporal.types.agent import AgentInput
@@ -51,34 +54,49 @@ _CLOSED = {
     _CONTINUED,
 }
 
+_YIELD_EVERY = 8
+"""Requests decoded between two yields to the event loop."""
+
 RUNS_KEPT = 16
 """Recorded runs a worker keeps decoded (the least recently used one goes first)."""
 
 
 async def turns_of(
-    client: Client, history: WorkflowHistory
+    client: Client, history: WorkflowHistory, *, after_step: int | None = None
 ) -> list[tuple[ModelRequest, ModelResponse]]:
-    """Every completed model turn of one run, in order, decoded by ``client``.
+    """The completed model turns of one run, in order, decoded by ``client``.
 
     Only agent turns (``purpose == "turn"``): summaries and reviews are not replayed.
+    With ``after_step``, only the turns after it: requests are decoded newest first and
+    the reading stops at the first turn at or before it (a run schedules its turns in
+    step order), so a fork near the end of a long run decodes a few requests, not all.
     """
-    requests: dict[int, ModelRequest] = {}
-    turns: list[tuple[ModelRequest, ModelResponse]] = []
-    converter = client.data_converter
+    scheduled: list[HistoryEvent] = []
+    results: dict[int, list[Payload]] = {}
     for event in history.events:
         if event.event_type == _SCHEDULED:
-            scheduled = event.activity_task_scheduled_event_attributes
-            if scheduled.activity_type.name == MODEL_ACTIVITY:
-                [request] = await converter.decode(list(scheduled.input.payloads), [ModelRequest])
-                if request.purpose == "turn":
-                    requests[event.event_id] = request
+            if event.activity_task_scheduled_event_attributes.activity_type.name == MODEL_ACTIVITY:
+                scheduled.append(event)
         elif event.event_type == _COMPLETED:
             completed = event.activity_task_completed_event_attributes
-            request = requests.pop(completed.scheduled_event_id, None)
-            if request is not None:
-                payloads = list(completed.result.payloads)
-                [response] = await converter.decode(payloads, [ModelResponse])
-                turns.append((request, response))
+            results[completed.scheduled_event_id] = list(completed.result.payloads)
+    converter = client.data_converter
+    turns: list[tuple[ModelRequest, ModelResponse]] = []
+    for count, event in enumerate(reversed(scheduled)):
+        if count % _YIELD_EVERY == _YIELD_EVERY - 1:
+            # Decoding may not suspend at all: let the activity's heartbeats through.
+            await asyncio.sleep(0)
+        payloads = list(event.activity_task_scheduled_event_attributes.input.payloads)
+        [request] = await converter.decode(payloads, [ModelRequest])
+        if request.purpose != "turn":
+            continue
+        if after_step is not None and request.step <= after_step:
+            break
+        result = results.get(event.event_id)
+        if result is not None:
+            [response] = await converter.decode(result, [ModelResponse])
+            turns.append((request, response))
+    turns.reverse()
     return turns
 
 
@@ -116,7 +134,7 @@ class RecordedTurns:
 
     def __init__(self, runs: int = RUNS_KEPT) -> None:
         self._runs = runs
-        self._kept: OrderedDict[tuple[str, str], _Recording] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, str, int], _Recording] = OrderedDict()
 
     async def answer(self, client: Client, request: ModelRequest) -> ModelResponse | None:
         """The response the parent recorded for a request equal to ``request``, if any.
@@ -129,11 +147,12 @@ class RecordedTurns:
         if source is None:
             return None
         key = turn_key(request)
-        recording = self._kept.get((source.workflow_id, source.run_id))
+        kept = (source.workflow_id, source.run_id, source.after_step)
+        recording = self._kept.get(kept)
         if recording is None or (not recording.closed and key not in recording.responses):
             recording = await self._read(client, source)
-        self._kept[(source.workflow_id, source.run_id)] = recording
-        self._kept.move_to_end((source.workflow_id, source.run_id))
+        self._kept[kept] = recording
+        self._kept.move_to_end(kept)
         while len(self._kept) > self._runs:
             self._kept.popitem(last=False)
         if recording.tenant != request.tenant:
@@ -156,7 +175,7 @@ class RecordedTurns:
             history = await handle.fetch_history()
             if recording is None:
                 recording = _Recording(tenant=await _tenant(client, history))
-            for request, response in await turns_of(client, history):
+            for request, response in await turns_of(client, history, after_step=source.after_step):
                 recording.responses.setdefault(turn_key(request), response)
             last = history.events[-1].event_type if history.events else None
             recording.closed = last in _CLOSED

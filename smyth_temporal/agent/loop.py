@@ -65,7 +65,7 @@ def _replay_source(started: AgentInput | None) -> RecordedRun | None:
     if started is None or not started.replay_model_turns or started.fork_of is None:
         return None
     origin = started.fork_of
-    return RecordedRun(workflow_id=origin.workflow_id, run_id=origin.run_id)
+    return RecordedRun(workflow_id=origin.workflow_id, run_id=origin.run_id, after_step=origin.step)
 
 
 class Loop:

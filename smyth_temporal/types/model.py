@@ -117,6 +117,8 @@ class RecordedRun(BaseModel):
     """The parent's workflow id."""
     run_id: str
     """The run of the parent's chain that took the fork's step."""
+    after_step: int = 0
+    """The fork's step: only turns after it can be asked again, so only those are read."""
 
 
 class ModelRequest(BaseModel):

@@ -4,9 +4,11 @@ original recorded while the conversation matches them, and pays only from the di
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
+from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput
@@ -122,3 +124,35 @@ async def test_a_run_of_another_tenant_never_answers_a_turn(
     assert await turns.answer(client, request("acme")) == answered
     changed = request("acme").model_copy(update={"settings": {"temperature": 0.5}})
     assert await turns.answer(client, changed) is None  # not the question asked
+
+
+async def test_a_fork_near_the_end_of_a_long_run_decodes_only_the_turns_after_its_step(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every request holds the whole conversation: decoding all of a 200-step run's took
+    # long enough, without a pause, to starve the model activity's heartbeat.
+    symbols = ["ACME", "GLOBEX", "INITECH", "ACME"]
+    script = [*[tool_call("get_quote", symbol=s) for s in symbols], reply("done")]
+    async with agent_worker(client, Analyst, model=ScriptedModel(script), task_queue=task_queue):
+        handle = await agents.start(Analyst, "Quote four symbols.")
+        await agents.result(handle.id)
+    history = await client.get_workflow_handle(handle.id).fetch_history()
+    decoded: list[object] = []
+    decode = DataConverter.decode
+
+    async def counted(self: DataConverter, *args: Any, **kwargs: Any) -> Any:
+        values = await decode(self, *args, **kwargs)
+        decoded.extend(values)
+        return values
+
+    monkeypatch.setattr(DataConverter, "decode", counted)
+    turns = await turns_of(client, history, after_step=4)
+
+    assert [request.step for request, _ in turns] == [5]
+    # Turn 5's request and response, and turn 4's request (where the reading stops).
+    assert len(decoded) == 3
+    assert [r.step for r, _ in await turns_of(client, history)] == [1, 2, 3, 4, 5]
