@@ -169,7 +169,8 @@ def params(request: ModelRequest) -> dict[str, Any]:
         else:
             wire[_RENAMED_SETTINGS.get(name, name)] = value
     wire.setdefault("store", False)
-    include = list(wire.get("include") or [])
+    given = wire.get("include") or []
+    include = [given] if isinstance(given, str) else list(given)
     if _ENCRYPTED_REASONING not in include:
         include.append(_ENCRYPTED_REASONING)
     wire["include"] = include

@@ -264,6 +264,11 @@ def test_chat_settings_are_translated_and_a_typed_answer_asks_for_its_schema() -
         0.2,
     )
     assert "max_tokens" not in wire
+    # What else the settings include is kept, a single name as well as a list.
+    assert params(request(include="file_search_call.results"))["include"] == [
+        "file_search_call.results",
+        "reasoning.encrypted_content",
+    ]
     assert wire["text"]["format"] == {
         "type": "json_schema",
         "name": "Quote",
