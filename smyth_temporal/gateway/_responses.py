@@ -17,6 +17,8 @@ a pending approval ends the response ``incomplete``: an ``mcp_approval_request``
 and a message name the request (OpenAI allows no reason value of its own for it, so
 ``incomplete_details.reason`` is null and ``metadata`` holds ``smyth_pending``); after
 the decision the next response (``previous_response_id``) is answered once the turn is.
+The decision itself may come as that next response's input: ``mcp_approval_response``
+items (``_responses_approvals``), whose response is then the turn going on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ from smyth_temporal.exceptions import AgentNotFoundError, InvalidMessageError
 from smyth_temporal.gateway._auth import Operator, Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep, while_connected
 from smyth_temporal.gateway._problems import openai_error, problem_of
+from smyth_temporal.gateway._responses_approvals import (
+    APPROVAL_RESPONSE,
+    ApprovalResponse,
+    approval_responses,
+    decide,
+    settled,
+)
 from smyth_temporal.gateway._sessions import open_reply
 from smyth_temporal.gateway._sse import SSE_RESPONSES, Lookahead, encode, event_stream
 from smyth_temporal.gateway._turns import (
@@ -129,13 +138,27 @@ class ResponsesRequest(BaseModel):
     stream: bool = False
     metadata: dict[str, str] | None = None
 
+    def approvals(self) -> list[ApprovalResponse]:
+        """The ``mcp_approval_response`` items: decisions on the previous response's requests."""
+        return approval_responses(self.input) if isinstance(self.input, list) else []
+
     def text(self) -> str:
-        """The message for the session.
+        """The message for the session (``""``: the input only decides approvals).
+
+        With ``mcp_approval_response`` items, only a user message after the last of
+        them is sent: the ones before it are the conversation a client sent again.
 
         Raises:
             HTTPException: 400 for input without a user text or with items other than text.
         """
-        text = self.input if isinstance(self.input, str) else _last_user_text(self.input)
+        if isinstance(self.input, str):
+            text = self.input
+        else:
+            kinds = [item.get("type") for item in self.input]
+            answered = max((i for i, k in enumerate(kinds) if k == APPROVAL_RESPONSE), default=-1)
+            text = _last_user_text(self.input[answered + 1 :])
+            if answered >= 0 and not text.strip():
+                return ""
         if not text.strip():
             raise HTTPException(status.HTTP_400_BAD_REQUEST, "input has no user text to send")
         return f"{self.instructions}\n\n{text}" if self.instructions else text
@@ -346,6 +369,20 @@ class _Builder:
         self.response.usage = _usage(reply.turn_usage)
         return [*events, self._lifecycle("response.completed")]
 
+    def replay(self) -> list[dict[str, Any]]:
+        """The events of the response as it is now, from ``response.created`` to its end.
+
+        For a response known whole before it is streamed: each item comes added and done.
+        """
+        final = self.response
+        self.response = final.model_copy(update={"status": "in_progress", "output": []})
+        events = self.start()
+        for item in final.output:
+            events += self._whole(item)
+        self.response = final
+        ended = {"completed": "response.completed", "incomplete": "response.incomplete"}
+        return [*events, self._lifecycle(ended.get(final.status, "response.failed"))]
+
     def _at(self, index: int) -> dict[str, Any]:
         return {"output_index": index, "item_id": self.response.output[index]["id"]}
 
@@ -374,15 +411,29 @@ async def _taken(stream: ReplyStream, step: list[int]) -> AsyncIterator[TurnItem
     responses=SSE_RESPONSES,
 )
 async def create_response(
-    body: ResponsesRequest, caller: Operator, gateway: GatewayDep, request: Request
+    body: ResponsesRequest, caller: Reader, gateway: GatewayDep, request: Request
 ) -> ResponseObject | StreamingResponse:
     """Send ``input`` to a session of agent ``model`` and answer with the turn.
 
     Without ``previous_response_id`` a new session begins; with it, that response's
     session goes on. With ``stream`` the response comes as Responses events.
+    ``mcp_approval_response`` items decide the previous response's requests
+    (``_responses_approvals``); with no user text after them, the response is that
+    turn going on. Sending text needs a key that may operate, deciding one that may
+    approve, as in the REST API.
     """
-    name = gateway.agent(body.model)
+    answers = body.approvals()
+    caller.permit("approve" if answers else "operate")
     text = body.text()
+    if text and answers:
+        caller.permit("operate")
+    name = gateway.agent(body.model)
+    if answers and body.previous_response_id is None:
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST,
+            f"an {APPROVAL_RESPONSE} item answers a request of the previous response: "
+            "send previous_response_id",
+        )
     session_id = await _session_of(gateway, caller, name, body.previous_response_id)
     created = time.time()
     workflow_id = session_workflow_id(name, caller.tenant, session_id)
@@ -397,6 +448,18 @@ async def create_response(
                 "previous_response_id": body.previous_response_id,
             }
         )
+
+    if answers:
+        assert body.previous_response_id is not None  # refused above
+        decided = await decide(
+            gateway.acting_for(caller),
+            workflow_id,
+            answers,
+            response_id=body.previous_response_id,
+            timeout=gateway.options.worker_timeout,
+        )
+        if not text:  # the response is the decided turn going on
+            return await _went_on(gateway, caller, request, body, workflow_id, decided, made)
 
     continued = body.previous_response_id is not None
     if not body.stream:
@@ -607,8 +670,78 @@ async def _state(
     return ref, state
 
 
+async def _went_on(
+    gateway: Gateway,
+    caller: Principal,
+    request: Request,
+    body: ResponsesRequest,
+    workflow_id: str,
+    decided: list[ApprovalRequest],
+    made: Callable[[ResponseObject], ResponseObject],
+) -> ResponseObject | StreamingResponse:
+    """The response of a turn that went on after its approvals were decided.
+
+    It begins at the model call that asked for the first decided tool call (its
+    ``function_call`` items show what ran), and ends with the answer, or ``incomplete``
+    at the next request to decide. Whole, it is read from the session once the turn
+    settled; streamed, the same response is told as events once it is known (pings
+    while the turn goes on).
+    """
+    ref = ResponseRef.decode(body.previous_response_id or "", caller)
+    ref = ref.model_copy(update={"step": min(r.step for r in decided) - 1})
+
+    async def rebuilt() -> _Builder:
+        state = await settled(
+            gateway.acting_for(caller),
+            workflow_id,
+            decided,
+            every=gateway.options.pending_check,
+            timeout=gateway.options.worker_timeout,
+        )
+        started = ResponseObject(
+            id=ref.encode(), created_at=0, status="in_progress", model=ref.agent
+        )
+        builder = _Builder(made(started))
+        _rebuild(builder, ref, state)
+        if builder.response.status == "in_progress":  # ended without an answer
+            builder.response.status = "failed"
+            builder.response.error = {
+                "code": "server_error",
+                "message": f"the turn ended without an answer (the session is {state.status})",
+            }
+        return builder
+
+    if not body.stream:
+        return (await while_connected(request, rebuilt())).response
+
+    async def once() -> AsyncIterator[_Builder]:
+        yield await rebuilt()
+
+    def render(builder: _Builder) -> bytes:
+        events = builder.replay()
+        return b"".join(encode(json.dumps(e), event=e["type"]) for e in events)
+
+    return event_stream(
+        Lookahead(once()), render, idle=gateway.options.ping_interval, on_error=_error_event
+    )
+
+
 def _rebuilt(response_id: str, ref: ResponseRef, state: AgentState) -> ResponseObject:
     """The response of turn ``ref`` from the session's recent messages."""
+    builder = _Builder(
+        ResponseObject(id=response_id, created_at=0, status="in_progress", model=ref.agent)
+    )
+    _rebuild(builder, ref, state)
+    return builder.response
+
+
+def _rebuild(builder: _Builder, ref: ResponseRef, state: AgentState) -> None:
+    """Add the items of turn ``ref`` to ``builder``, from the session's recent messages.
+
+    Raises:
+        HTTPException: 404 when the turn is no longer among them.
+    """
+    response_id = builder.response.id
     turn = [m for m in state.messages if m.step is not None and m.step > ref.step]
     truncated = state.message_count > len(state.messages)
     if truncated and state.step > ref.step and (not turn or turn[0].step != ref.step + 1):
@@ -616,9 +749,6 @@ def _rebuilt(response_id: str, ref: ResponseRef, state: AgentState) -> ResponseO
             status.HTTP_404_NOT_FOUND,
             f"response {response_id!r} is no longer among the session's recent messages",
         )
-    builder = _Builder(
-        ResponseObject(id=response_id, created_at=0, status="in_progress", model=ref.agent)
-    )
     calls: dict[str, ToolCall] = {}
     for message in turn:
         if message.role == "assistant":
@@ -626,13 +756,12 @@ def _rebuilt(response_id: str, ref: ResponseRef, state: AgentState) -> ResponseO
             calls.update({c.wire_id: c for c in message.tool_calls})
             if not message.tool_calls:
                 builder.response.status = "completed"
-                return builder.response
+                return
         elif message.role == "tool" and message.tool_call_id in calls:
             builder.add(TurnTool(calls[message.tool_call_id], message.content or "", False))
     pending = [a for a in state.pending_approvals if a.step > ref.step]
     if pending:
         builder.add(TurnPending(pending[0]))
-    return builder.response
 
 
 def _turn_start(state: AgentState, text: str, fallback: int) -> int:

@@ -365,3 +365,114 @@ async def test_a_streamed_response_stopped_by_an_approval_ends_incomplete(
     assert (request.name, stopped.response.status) == ("sell", "incomplete")
     assert f"request {request.id} (sell)" in undecided.value.message
     assert len(model.requests) == 1  # the refused input never reached the agent
+
+
+def _approval(request_id: str, approve: bool, reason: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "mcp_approval_response",
+        "approval_request_id": request_id,
+        "approve": approve,
+    }
+    if reason is not None:
+        item["reason"] = reason
+    return item
+
+
+async def test_an_mcp_approval_response_decides_the_request_and_the_turn_goes_on(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel(
+        [tool_call("sell", symbol="ACME", quantity=5), reply("Sold 5 ACME."), reply("Done.")]
+    )
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        operator = openai_client(running.url, keys.by_role["operator"])
+        approver = openai_client(running.url, keys.by_role["approver"])
+        stopped = await operator.responses.create(model="Operator", input="Sell 5 ACME.")
+        [request] = [item for item in stopped.output if item.type == "mcp_approval_request"]
+        approve = [_approval(request.id, True)]
+        refused: dict[str, openai.APIStatusError] = {}
+        attempts = {
+            "viewer": (keys.by_role["viewer"], stopped.id, approve),
+            "operator": (keys.by_role["operator"], stopped.id, approve),
+            "other tenant": (keys.other, stopped.id, approve),
+            "forged for other tenant": (keys.other, _forged(stopped.id, OTHER), approve),
+            "unknown request": (keys.by_role["approver"], stopped.id, [_approval("apr-9", True)]),
+            "no previous": (keys.by_role["approver"], None, approve),
+            "no approve field": (
+                keys.by_role["approver"],
+                stopped.id,
+                [{"type": "mcp_approval_response", "approval_request_id": request.id}],
+            ),
+        }
+        for what, (key, previous, items) in attempts.items():
+            with pytest.raises(openai.APIStatusError) as error:
+                await openai_client(running.url, key).responses.create(
+                    model="Operator", input=items, previous_response_id=previous
+                )
+            refused[what] = error.value
+        still = await operator.responses.retrieve(stopped.id)
+        went_on = await approver.responses.create(
+            model="Operator", input=approve, previous_response_id=stopped.id
+        )
+        again = await approver.responses.create(  # a retry: the same decision, taken once
+            model="Operator", input=approve, previous_response_id=stopped.id
+        )
+        then = await operator.responses.create(
+            model="Operator", input="Thanks.", previous_response_id=went_on.id
+        )
+
+    statuses = {what: error.status_code for what, error in refused.items()}
+    assert statuses == {
+        "viewer": 403,
+        "operator": 403,
+        "other tenant": 404,
+        "forged for other tenant": 404,
+        "unknown request": 404,
+        "no previous": 400,
+        "no approve field": 400,
+    }
+    assert "may not decide" in refused["operator"].message
+    assert still.status == "incomplete"  # no refused attempt decided anything
+    assert (went_on.status, went_on.output_text) == ("completed", "Sold 5 ACME.")
+    [call] = [item for item in went_on.output if item.type == "function_call"]
+    assert call.name == "sell" and json.loads(call.arguments) == {"symbol": "ACME", "quantity": 5}
+    assert went_on.previous_response_id == stopped.id
+    assert (again.status, again.output_text) == ("completed", "Sold 5 ACME.")
+    assert (then.status, then.output_text) == ("completed", "Done.")
+    assert len(model.requests) == 3  # the sale was answered once
+
+
+async def test_a_streamed_rejection_by_mcp_approval_response_tells_the_model_why(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Not sold.")])
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        admin = openai_client(running.url, keys.by_role["admin"])
+        stopped = await admin.responses.create(model="Operator", input="Sell 5 ACME.")
+        [request] = [item for item in stopped.output if item.type == "mcp_approval_request"]
+        async with admin.responses.stream(
+            model="Operator",
+            input=[_approval(request.id, False, "too risky today")],  # type: ignore[list-item]
+            previous_response_id=stopped.id,
+        ) as stream:
+            kinds = [event.type async for event in stream]
+            final = await stream.get_final_response()
+        with pytest.raises(openai.ConflictError) as otherwise:
+            await admin.responses.create(
+                model="Operator",
+                input=[_approval(request.id, True)],  # type: ignore[list-item]
+                previous_response_id=stopped.id,
+            )
+
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert (final.status, final.output_text) == ("completed", "Not sold.")
+    told = [m.content or "" for m in model.requests[-1].messages if m.role == "tool"]
+    assert any("too risky today" in text for text in told)
+    assert "is rejected, not pending" in otherwise.value.message
