@@ -35,6 +35,7 @@ from smyth_temporal.agent.live import LiveChannel
 from tests.helpers.agents import Analyst, Rater, Summarizer
 from tests.helpers.budget_agents import AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
+from tests.helpers.fallback_agents import ClaudeCompactingWithFallback
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.memory_agents import Researcher
 from tests.helpers.policy_agents import Treasurer
@@ -81,6 +82,7 @@ async def test_history_replays(path: Path) -> None:
         Trader,
         Treasurer,
         Researcher,
+        ClaudeCompactingWithFallback,
     )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None

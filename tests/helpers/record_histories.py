@@ -34,12 +34,18 @@ from temporalio.worker import Worker
 from smyth_temporal import AgentClient, AgentInput, AgentWorkflow, configure_logging
 from smyth_temporal.activities import tool_activities
 from smyth_temporal.activities.model import ModelActivities
+from smyth_temporal.context import DEFAULT_SUMMARY_INSTRUCTIONS
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
-from smyth_temporal.models import ModelRequest, ModelResponse
+from smyth_temporal.models import ModelRequest, ModelResponse, default_provider
+from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import (
+    AnthropicTurn,
+    FakeAnthropicServer,
     ScriptedModel,
     ScriptStep,
     agent_worker,
+    anthropic_error,
+    anthropic_turn,
     raw_tool_call,
     reply,
     start_dev_environment,
@@ -51,6 +57,7 @@ from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.helpers.budget_agents import PRICES_TOML, AskingSpender
 from tests.helpers.context_agents import Concierge, Digest, Relay
+from tests.helpers.fallback_agents import ClaudeCompactingWithFallback
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
 from tests.helpers.memory_agents import Researcher
@@ -198,6 +205,11 @@ QUORUM_SCENARIO = "treasurer_quorum"
 (still pending), bob's settles it, the payment runs (patch ``smyth-approval-policy``,
 0.9.0); the run publishes its quorum progress (``SmythApprovalProgress``)."""
 
+FALLBACK_SCENARIO = "claude_fallbacks"
+"""``ClaudeCompactingWithFallback`` on the fake Anthropic API: its first turn and its
+compaction's summary each find the primary model overloaded and move to the backup
+(patches ``smyth-fallback-models`` and ``smyth-summary-fallback``, 0.10.0)."""
+
 FORK_MEMORY_SCENARIO = "researcher_forked_memory"
 """A fork of a Researcher run at step 2 (remembered at steps 1 and 3) that recalls and
 remembers in its own memory view (patch ``smyth-fork-memory``, 0.9.0)."""
@@ -214,6 +226,7 @@ SCENARIOS = (
     SIGNALLED_SCENARIO,
     QUORUM_SCENARIO,
     FORK_MEMORY_SCENARIO,
+    FALLBACK_SCENARIO,
 )
 
 
@@ -512,6 +525,52 @@ async def record_fork_memory(client: Client, scenario: str) -> str:
     return (await fork.fetch_history()).to_json()
 
 
+async def record_fallbacks(client: Client, scenario: str) -> str:
+    """A turn and a summary that move from an overloaded model to the fallback."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    turns = 0
+
+    def respond(body: dict[str, Any]) -> AnthropicTurn:
+        nonlocal turns
+        summary = DEFAULT_SUMMARY_INSTRUCTIONS[:40] in str(body.get("system"))
+        if body["model"] == "claude-primary" and (summary or turns == 0):
+            return anthropic_error(529, "overloaded_error", "Overloaded")
+        if summary:
+            return anthropic_turn(f"Quoted {turns} symbols so far.")
+        turns += 1
+        if turns <= 4:
+            symbol = ["ACME", "GLOBEX", "INITECH", "ACME"][turns - 1]
+            notes = "I weigh the sector and yesterday's close before I quote. " * 20
+            return anthropic_turn(notes, [(f"toolu_{turns}", "get_quote", {"symbol": symbol})])
+        return anthropic_turn("All quoted.")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        memory = MemoryManager(EdgeStore(Path(scratch) / "memory"), HashEmbedder(64))
+        async with FakeAnthropicServer(respond=respond) as fake:
+            settings = ModelSettings.load(
+                anthropic_api_key="sk-ant-histories",
+                anthropic_base_url=fake.base_url,
+                openai_api_key="sk-histories",
+            )
+            async with agent_worker(
+                client,
+                ClaudeCompactingWithFallback,
+                model=default_provider(settings),
+                task_queue=task_queue,
+                memory=memory,
+            ):
+                handle = await agents.start(
+                    ClaudeCompactingWithFallback, "Quote the symbols.", id=workflow_id(scenario)
+                )
+                result = await agents.result(handle.id)
+                compactions = (await agents.state(handle.id)).compactions
+        await memory.close()
+    if result.status != "completed" or not compactions:
+        raise RuntimeError(f"unexpected outcome: {result.status}, {len(compactions)} compactions")
+    return (await handle.fetch_history()).to_json()
+
+
 async def _until(handle: WorkflowHandle[Any, Any], kind: EventType.ValueType) -> None:
     while not any(e.event_type == kind for e in (await handle.fetch_history()).events):
         await asyncio.sleep(0.05)
@@ -533,6 +592,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     SIGNALLED_SCENARIO: record_signalled,
     QUORUM_SCENARIO: record_quorum,
     FORK_MEMORY_SCENARIO: record_fork_memory,
+    FALLBACK_SCENARIO: record_fallbacks,
 }
 
 
