@@ -28,6 +28,7 @@ from smyth_temporal.gateway._problems import openai_error, problem_of
 from smyth_temporal.gateway._sessions import open_reply
 from smyth_temporal.gateway._sse import SSE_RESPONSES, encode, event_stream
 from smyth_temporal.gateway._turns import (
+    ShownText,
     TurnItem,
     TurnMessage,
     TurnPending,
@@ -292,6 +293,7 @@ class _Answer:
         self.pending: PendingApproval | None = None
         self.done = False
         self._sent: dict[str, str] = {}
+        self._shown = ShownText()
 
     def add(self, item: TurnItem) -> list[str]:
         """The pieces ``item`` adds (also kept in ``text``); sets ``done`` at the end."""
@@ -328,12 +330,12 @@ class _Answer:
         return "\n\n" + text if started else text
 
     def _extend(self, message_id: str, text: str, reset: bool) -> str:
-        before = self._sent.get(message_id)
-        if before is None:
+        if message_id not in self._sent:
+            self._shown.piece(message_id, text, reset=True)
             return self._next(message_id, text)
-        now = text if reset else before + text
-        self._sent[message_id] = now
-        return now[len(before) :] if now.startswith(before) else "\n" + now
+        piece = self._shown.piece(message_id, text, reset)
+        self._sent[message_id] = self._shown.text(message_id)
+        return piece
 
 
 class _Chunks:

@@ -51,6 +51,7 @@ from smyth_temporal.gateway._responses_approvals import (
 from smyth_temporal.gateway._sessions import open_reply
 from smyth_temporal.gateway._sse import SSE_RESPONSES, Lookahead, encode, event_stream
 from smyth_temporal.gateway._turns import (
+    ShownText,
     TurnItem,
     TurnMessage,
     TurnPending,
@@ -274,6 +275,7 @@ class _Builder:
         self._base = hashlib.sha256(response.id.encode()).hexdigest()[:16]
         self._sequence = 0
         self._open: dict[str, tuple[int, str]] = {}  # live message id -> (index, text)
+        self._shown = ShownText()
 
     def start(self) -> list[dict[str, Any]]:
         """``response.created`` and ``response.in_progress``."""
@@ -309,13 +311,11 @@ class _Builder:
                     "response.content_part.added", **self._at(index), content_index=0, part=part
                 ),
             ]
-        index, before = self._open[message_id]
-        now = text if reset else before + text
-        # A stream cannot take text back: what extends the text sent goes out, or, when
-        # a retried model call wrote otherwise, its text after a line break (the done
-        # events and the response carry the message's true text).
-        delta = now[len(before) :] if now.startswith(before) else "\n" + now
-        self._open[message_id] = (index, now)
+        index, _ = self._open[message_id]
+        # A stream cannot take text back: a retried model call's text goes out only
+        # where it differs from what was shown (the done events carry the true text).
+        delta = self._shown.piece(message_id, text, reset)
+        self._open[message_id] = (index, self._shown.text(message_id))
         if delta:
             events.append(
                 self._event(

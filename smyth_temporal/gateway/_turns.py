@@ -34,6 +34,7 @@ from smyth_temporal.types.messages import ToolCall
 from smyth_temporal.types.sessions import SessionReply, WhileBusy
 
 __all__ = [
+    "ShownText",
     "TurnItem",
     "TurnMessage",
     "TurnPending",
@@ -87,6 +88,35 @@ class TurnPending:
 
 
 TurnItem = TurnText | TurnMessage | TurnTool | TurnPending | SessionReply
+
+
+class ShownText:
+    """What a stream that cannot take text back has shown of each message.
+
+    A retried model call writes its message again from the start (``TurnText.reset``).
+    While the new attempt writes what was already shown, nothing goes out; once it goes
+    beyond, only the rest does; if it writes something else, its text goes out after a
+    line break, once (the message's final text, in the done events, is the truth). So a
+    retry that writes the same text, the usual case, leaves the deltas equal to it.
+    """
+
+    def __init__(self) -> None:
+        self._now: dict[str, str] = {}
+        self._shown: dict[str, str] = {}
+
+    def piece(self, message_id: str, text: str, reset: bool) -> str:
+        """What to send for ``text`` of ``message_id`` (``""``: nothing new yet)."""
+        now = text if reset else self._now.get(message_id, "") + text
+        self._now[message_id] = now
+        shown = self._shown.get(message_id, "")
+        if shown.startswith(now):
+            return ""
+        self._shown[message_id] = now
+        return now[len(shown) :] if now.startswith(shown) else "\n" + now
+
+    def text(self, message_id: str) -> str:
+        """The message's text as its latest attempt wrote it so far."""
+        return self._now.get(message_id, "")
 
 
 def pending_notice(request: ApprovalRequest) -> str:
