@@ -253,27 +253,28 @@ class GoogleProvider:
                 self._caches[key] = _Cache(None, float("inf"))
                 return None
             _log.info("model.cache_created", model=model, cache=cache.name, ttl=ttl)
-            self._caches[key] = _Cache(cache.name, time.monotonic() + ttl)
+            now = time.monotonic()
+            # A long-lived worker meets a new prefix at every compaction: keep the live ones.
+            for stale in [k for k, v in self._caches.items() if v.expires <= now]:
+                del self._caches[stale]
+                self._cache_locks.pop(stale, None)
+            self._caches[key] = _Cache(cache.name, now + ttl)
             return cache.name
 
     def _classify(self, exc: Exception, params: dict[str, Any]) -> ApplicationError:
         """``classify``, forgetting a named cache the API no longer has."""
         name = params.get("config", {}).get("cached_content")
-        if (
-            name is not None
-            and isinstance(exc, genai_errors.ClientError)
-            and exc.code
-            in (
-                403,
-                404,
-            )
-        ):
-            # Expired or deleted early: the next attempt creates it again.
-            self._caches = {k: v for k, v in self._caches.items() if v.name != name}
-            return status_failure(
-                503, f"the context cache {name} is gone: {exc.message}", error_type=exc.status
-            )
-        return classify(exc)
+        if name is None or not _cache_gone(exc):
+            return classify(exc)
+        # Expired or deleted early: the next attempt makes it again. Not an overloaded
+        # model: the turn stays on this model (no fallback) and is simply retried.
+        self._caches = {k: v for k, v in self._caches.items() if v.name != name}
+        assert isinstance(exc, genai_errors.APIError)
+        return ApplicationError(
+            f"the context cache {name} is gone ({exc.code} {exc.status})",
+            {"status_code": exc.code, "error_type": exc.status},
+            type="ModelCacheMissing",
+        )
 
 
 def _client(
@@ -351,6 +352,13 @@ def classify(exc: BaseException) -> ApplicationError:
             non_retryable=True,
         )
     return to_application_error(exc)
+
+
+def _cache_gone(exc: BaseException) -> bool:
+    """Whether the API refused a request because its named cache does not exist."""
+    if not isinstance(exc, genai_errors.ClientError) or exc.code not in (400, 403, 404):
+        return False
+    return "cachedcontent" in (exc.message or "").lower().replace(" ", "")
 
 
 def _retry_delay(exc: genai_errors.APIError) -> timedelta | None:

@@ -17,7 +17,7 @@ from smyth_temporal.models._google import GEMINI_PART, GoogleProvider
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import FakeGoogleServer, google_error, google_turn
 from smyth_temporal.types.messages import Message, ToolCall
-from smyth_temporal.types.model import ModelRequest, OutputSchema
+from smyth_temporal.types.model import ModelRequest, OutputSchema, is_overloaded
 
 QUOTE_TOOL = {
     "type": "function",
@@ -329,10 +329,19 @@ async def test_a_cache_gone_before_its_time_fails_retryable_and_is_made_again(
     fake._cache_entry("DELETE", name)  # deleted by someone else, or expired early
     with pytest.raises(ApplicationError) as raised:
         await provider.complete(turn)
-    assert raised.value.non_retryable is False
+    gone = raised.value
+    # Retried on the same model: a lost cache is not an overloaded model to fall back from.
+    assert (gone.type, gone.non_retryable) == ("ModelCacheMissing", False)
+    assert not is_overloaded(gone.type, gone.details)
     answer = await provider.complete(turn)  # Temporal's retry: a new cache
     assert answer.message.content == "b"
     assert len(fake.caches) == 1 and name not in fake.caches
+    # A key refused while a cache is named is still final, and the cache is kept.
+    fake.enqueue(google_error(403, "Permission denied: API key not valid."))
+    with pytest.raises(ApplicationError) as raised:
+        await provider.complete(turn)
+    assert (raised.value.type, raised.value.non_retryable) == ("ModelHTTPError", True)
+    assert [r.path.endswith("/cachedContents") for r in fake.requests].count(True) == 2
 
 
 def test_without_the_extra_the_import_names_the_install_command() -> None:
