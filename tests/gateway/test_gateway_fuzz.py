@@ -4,8 +4,8 @@ The gateway runs on loopback in a thread of its own (its own event loop, Tempora
 client and worker), so Schemathesis calls it as any HTTP client would. Both tenants
 have a run waiting for an approval, so listings and run routes have something to leak
 (some generated requests are aimed at them and at the agents served). For every
-generated request, sent with each role's key of one tenant and an admin key of the
-other:
+generated request, sent with a key of one tenant (its role drawn per example) and an
+admin key of the other:
 
 - no answer is a 500, and none carries a traceback;
 - no answer names a run of the tenant the key does not belong to.
@@ -147,12 +147,16 @@ def test_no_request_fails_the_gateway_or_names_another_tenants_runs(fuzzed: Fuzz
             database=None,
             suppress_health_check=list(HealthCheck),
         )
-        def sent_with_every_key(case: Case, data: st.DataObject) -> None:
+        def sent_with_a_key_of_each_tenant(case: Case, data: st.DataObject) -> None:
             aim(case, data, fuzzed)
-            for (tenant, role), key in fuzzed.keys.items():
-                check(case, tenant, role, key, fuzzed.runs)
+            # One role's key of the tenant whose runs are aimed at, drawn per example
+            # (so every role meets every operation over the examples), and the other
+            # tenant's admin key: the one that must never see the first's runs.
+            role = data.draw(st.sampled_from(ROLES), label="role")
+            for tenant, role_of in ((TENANT, role), (OTHER, "admin")):
+                check(case, tenant, role_of, fuzzed.keys[(tenant, role_of)], fuzzed.runs)
 
-        sent_with_every_key()
+        sent_with_a_key_of_each_tenant()
 
 
 def aim(case: Case, data: st.DataObject, fuzzed: Fuzzed) -> None:
