@@ -82,7 +82,7 @@ engine, tool specs, the wire types) and the libraries they use: sharing them kee
 model classes identical inside and outside the sandbox and makes starts cheap. Every
 other module (clients, activities, providers) is imported afresh inside the sandbox
 if workflow code reaches for it, where the sandbox checks it.
-tests/test_determinism.py proves these import nothing with I/O.
+tests/architecture/test_architecture.py proves these import nothing with I/O.
 """
 
 WORKFLOW_FAILURE_EXCEPTION_TYPES: tuple[type[BaseException], ...] = (UserError, RunError)
