@@ -72,9 +72,13 @@ async def rewinds_of(client: Client, workflow_id: str) -> list[RewindRecord]:
     """The rewinds the current run of ``workflow_id`` went through, oldest first.
 
     One per abandoned run: a notice Temporal applied again after a later reset is
-    counted once.
+    counted once. A run never reset (the server keeps its last reset time) is answered
+    from a describe, without reading its history.
     """
     handle = client.get_workflow_handle(workflow_id)
+    description = await handle.describe()
+    if not description.raw_description.workflow_extended_info.HasField("last_reset_time"):
+        return []
     created: dict[str, str] = {}
     records: dict[str, RewindRecord] = {}
     async for event in handle.fetch_history_events():
