@@ -143,13 +143,20 @@ def _a2a_errors(task_id: str) -> Iterator[None]:
 class Delivered:
     """Where a message went.
 
-    Its task (as known without asking the run), whether the message started it, and
-    the approval request it decided.
+    Its task (as known without asking the run), whether the message started it, the
+    approval request it decided, and the check that a worker took the run it started
+    (``Gateway.confirm_started``), still going: awaited with ``confirmed``.
     """
 
     task: Task
     started: bool = False
     decided: str | None = None
+    confirming: asyncio.Future[None] | None = None
+
+    async def confirmed(self) -> None:
+        """Wait for the pickup check (``UnknownAgentError``: no worker has the agent)."""
+        if self.confirming is not None:
+            await self.confirming
 
 
 class TemporalTasks(RequestHandler):
@@ -181,12 +188,22 @@ class TemporalTasks(RequestHandler):
             else None
         )
         if params.configuration.return_immediately:
+            await delivered.confirmed()
             return (
                 delivered.task
                 if delivered.started
                 else await self._task(client, agent, delivered.task.id, history_length=history)
             )
-        result = await self._settle(client, delivered.task.id)
+        try:
+            result = await self._settle(client, delivered.task.id)
+        except asyncio.CancelledError:
+            if delivered.confirming is not None:
+                delivered.confirming.cancel()
+            raise
+        except Exception:
+            await delivered.confirmed()  # a run no worker could take: that is the error
+            raise
+        await delivered.confirmed()
         if result is not None and delivered.started and history is None:
             # Just started and ended: the task is what was sent and the result, with
             # no state query (it would wait for a worker to replay the run).
@@ -194,28 +211,32 @@ class TemporalTasks(RequestHandler):
         return await self._task(client, agent, delivered.task.id, history_length=history)
 
     async def _settle(self, client: AgentClient, task_id: str) -> AgentResult | None:
-        """Wait for the run's result, or for it to wait for a decision (then ``None``)."""
-        result = asyncio.ensure_future(client.result(task_id))
-        waiting = asyncio.ensure_future(self._drain(client, task_id))
-        try:
-            await asyncio.wait({result, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pending in (result, waiting):
-                if not pending.done():
-                    pending.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await pending
-        with _a2a_errors(task_id):
-            if result.done() and not result.cancelled():
-                with contextlib.suppress(AgentFailedError):
-                    return result.result()  # a failed run: its task says so (``_task``)
-                return None
-            waiting.result()  # its errors (the task is not the caller's) are the answer
-        return None
+        """Wait for the run's result, or for it to wait for a decision (then ``None``).
 
-    async def _drain(self, client: AgentClient, task_id: str) -> None:
-        async for _ in self._follow(client, task_id):
-            pass
+        As ``reply_or_pending`` does for whole answers: following the run's events would
+        cost the run a poll per read (an update, a workflow task) and the answer the
+        time it takes. Instead, every ``pending_check`` seconds without the result, the
+        run's state is asked: a pending approval there means the task waits for input.
+        """
+        every = self.gateway.options.pending_check
+        result = asyncio.ensure_future(client.result(task_id))
+        try:
+            while not result.done():
+                await asyncio.wait({result}, timeout=every)
+                if result.done():
+                    break
+                with _a2a_errors(task_id):
+                    state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
+                if state.pending_approvals and not result.done():
+                    return None
+        finally:
+            if not result.done():
+                result.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await result
+        with _a2a_errors(task_id), contextlib.suppress(AgentFailedError):
+            return result.result()  # a failed run: its task says so (``_task``)
+        return None
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -223,6 +244,7 @@ class TemporalTasks(RequestHandler):
         """The task, then its updates as the run goes: each answer, then its end."""
         client, agent, caller = self._scope(context)
         delivered = await self._deliver(client, agent, caller, params.message)
+        await delivered.confirmed()
         task = delivered.task
         if not delivered.started:
             task = await self._task(client, agent, task.id, history_length=0)
@@ -308,9 +330,14 @@ class TemporalTasks(RequestHandler):
             await client.start(agent, run, id=task_id)
         except WorkflowAlreadyStartedError:
             return Delivered(Task(id=task_id))  # the same message, sent twice at once
-        if served:
-            await self.gateway.confirm_started(task_id, agent)
-        return Delivered(submitted_task(task_id, context_id, message), started=True)
+        # The pickup check watches the run's history until a worker took it: about half
+        # a short run's time, so a whole answer waits for it beside the result.
+        confirming = (
+            asyncio.ensure_future(self.gateway.confirm_started(task_id, agent)) if served else None
+        )
+        return Delivered(
+            submitted_task(task_id, context_id, message), started=True, confirming=confirming
+        )
 
     async def _decide(self, client: AgentClient, agent: str, message: Message) -> str:
         task_id = message.task_id
