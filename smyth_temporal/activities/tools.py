@@ -1,11 +1,21 @@
-"""The activity that runs one tool call on a worker.
+"""The activity that runs one tool call on a worker, and its reconcile hook's.
 
 Every tool gets its own activity type (``smyth.tool.<name>``) so each has its own
-timeouts, retry policy and metrics, and shows up by name in the Temporal UI.
+timeouts, retry policy and metrics, and shows up by name in the Temporal UI. A tool
+with a ``reconcile`` hook also gets ``smyth.reconcile.<name>``, which a rewound run asks
+before repeating a call the rewind could not undo.
+
+A retry of such a tool's activity (attempt 2 or later) asks the hook first, inside the
+same activity: the workflow never sees Temporal's retries, so only the attempt itself
+can tell that an earlier one may have acted (its worker died or its heartbeat timed
+out; a side-effect tool's own exceptions are final and never retried). ``done`` returns
+the reused result, ``not_done`` runs the tool, ``unknown`` fails the activity
+non-retryably as ``RECONCILE_UNKNOWN`` and the workflow asks a person.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -27,7 +37,15 @@ from smyth_temporal.exceptions import (
     application_error,
 )
 from smyth_temporal.security import Secrets
-from smyth_temporal.tools import ACTIVITY_EXECUTOR, Tool, ToolContext, serving_tool_call
+from smyth_temporal.tools import (
+    ACTIVITY_EXECUTOR,
+    RECONCILE_UNKNOWN,
+    Reconciled,
+    Tool,
+    ToolContext,
+    run_blocking,
+    serving_tool_call,
+)
 from smyth_temporal.types.tools import ToolInvocation, ToolOutcome
 
 __all__ = ["render_output", "tool_activities"]
@@ -61,22 +79,115 @@ def render_output(value: Any, max_chars: int) -> ToolOutcome:
     return ToolOutcome(content=text[:max_chars] + note, truncated=True)
 
 
+def _context(spec: Tool, invocation: ToolInvocation, secrets: Secrets) -> ToolContext:
+    info = activity.info()
+    return ToolContext(
+        tool_name=spec.name,
+        call_id=invocation.call_id,
+        idempotency_key=invocation.idempotency_key,
+        agent=invocation.agent,
+        workflow_id=info.workflow_id or "",
+        run_id=info.workflow_run_id or "",
+        step=invocation.step,
+        tenant=invocation.tenant,
+        attempt=info.attempt,
+        secrets=_resolve(spec, secrets),
+    )
+
+
+async def reconcile_call(spec: Tool, invocation: ToolInvocation, secrets: Secrets) -> Reconciled:
+    """Ask ``spec``'s reconcile hook about the call ``invocation`` names, on this worker.
+
+    The hook gets ``invocation.idempotency_key`` and its arguments, and reads its
+    secrets through ``tool_context()`` as the tool does. A ``done`` answer's result is
+    rendered as the tool's output would be (masked, bounded), so what crosses back is
+    the text the model sees.
+
+    Raises:
+        ApplicationError: The tool has no hook, or the hook returned something other
+            than a ``Reconciled`` (non-retryable: a bug in the hook); what the hook
+            raises is retried like any activity failure.
+
+    Added in 0.10.0.
+    """
+    if spec.reconcile is None:
+        raise ApplicationError(
+            f"tool '{spec.name}' has no reconcile hook",
+            type="ToolDefinitionError",
+            non_retryable=True,
+        )
+    with serving_tool_call(_context(spec, invocation, secrets)):
+        async with auto_heartbeat():
+            arguments = dict(invocation.arguments)
+            if inspect.iscoroutinefunction(spec.reconcile):
+                answer = await spec.reconcile(invocation.idempotency_key, arguments)
+            else:
+                # A plain ``def`` hook runs in a thread, as a plain ``def`` tool does.
+                answer = await run_blocking(spec.reconcile, invocation.idempotency_key, arguments)
+            if inspect.isawaitable(answer):
+                answer = await answer
+    if not isinstance(answer, Reconciled):
+        raise ApplicationError(
+            f"the reconcile hook of tool '{spec.name}' returned {type(answer).__name__}; "
+            "it must return Reconciled.done(result), .not_done() or .unknown(reason)",
+            type="ToolDefinitionError",
+            non_retryable=True,
+        )
+    _log.info(
+        "tool.reconciled",
+        tool=spec.name,
+        key=invocation.idempotency_key,
+        outcome=answer.outcome,
+    )
+    if answer.outcome == "done":
+        return answer.model_copy(
+            update={"result": render_output(answer.result, spec.max_output_chars).content}
+        )
+    return answer
+
+
+def _make_reconcile_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], Any]:
+    @activity.defn(name=spec.reconcile_activity_name)
+    async def reconcile_tool(invocation: ToolInvocation) -> Reconciled:
+        return await reconcile_call(spec, invocation, secrets)
+
+    reconcile_tool.__name__ = reconcile_tool.__qualname__ = f"reconcile_tool_{spec.name}"
+    return reconcile_tool
+
+
+async def _reconciled_retry(
+    spec: Tool, invocation: ToolInvocation, secrets: Secrets
+) -> ToolOutcome | None:
+    """On a retry that may follow an attempt that acted: the reused outcome, if any.
+
+    ``None``: run the tool (a first attempt, no hook, or the hook says ``not_done``).
+
+    Raises:
+        ApplicationError: ``RECONCILE_UNKNOWN``, non-retryable: the hook cannot tell.
+    """
+    if spec.reconcile is None or activity.info().attempt <= 1:
+        return None
+    answer = await reconcile_call(spec, invocation, secrets)
+    if answer.outcome == "done":
+        return ToolOutcome(content=str(answer.result))
+    if answer.outcome == "unknown":
+        raise ApplicationError(
+            redact(f"the outcome of an earlier attempt is unknown: {answer.reason}"),
+            answer.reason or "",
+            type=RECONCILE_UNKNOWN,
+            non_retryable=True,
+        )
+    return None
+
+
 def _make_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], Any]:
     @activity.defn(name=spec.activity_name)
     async def run_tool(invocation: ToolInvocation) -> ToolOutcome:
         info = activity.info()
-        context = ToolContext(
-            tool_name=spec.name,
-            call_id=invocation.call_id,
-            idempotency_key=invocation.idempotency_key,
-            agent=invocation.agent,
-            workflow_id=info.workflow_id or "",
-            run_id=info.workflow_run_id or "",
-            step=invocation.step,
-            tenant=invocation.tenant,
-            attempt=info.attempt,
-            secrets=_resolve(spec, secrets),
-        )
+        reused = await _reconciled_retry(spec, invocation, secrets)
+        if reused is not None:
+            return reused
+        context = _context(spec, invocation, secrets)
         log = _log.bind(
             tool=spec.name,
             workflow_id=context.workflow_id,
@@ -162,4 +273,9 @@ def tool_activities(
                 f"and {spec.fn.__qualname__}; activity names must be unique on a worker"
             )
     resolver = secrets if secrets is not None else Secrets()
-    return [_make_activity(spec, resolver) for spec in seen.values()]
+    activities = [_make_activity(spec, resolver) for spec in seen.values()]
+    return activities + [
+        _make_reconcile_activity(spec, resolver)
+        for spec in seen.values()
+        if spec.reconcile is not None
+    ]

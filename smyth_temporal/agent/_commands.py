@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import Priority, RetryPolicy
 
 from smyth_temporal.agent.config import AgentConfig
-from smyth_temporal.tools import Tool
+from smyth_temporal.tools import Reconciled, Tool
 from smyth_temporal.types.mcp import (
     MCPCallOutcome,
     MCPCallRequest,
@@ -37,6 +37,7 @@ __all__ = [
     "call_mcp_tool",
     "call_memory",
     "call_model",
+    "call_reconcile",
     "call_tool_activity",
     "fairness_key",
     "list_mcp_tools",
@@ -103,6 +104,24 @@ async def call_tool_activity(spec: Tool, invocation: ToolInvocation) -> ToolOutc
     """Run a tool's activity with the tool's own timeouts and retry policy."""
     summary = f"{spec.name} (step {invocation.step})"
     return await _tool_activity(spec, invocation, ToolOutcome, summary)
+
+
+async def call_reconcile(spec: Tool, invocation: ToolInvocation) -> Reconciled:
+    """Ask a tool's reconcile hook (``smyth.reconcile.<tool>``) about an earlier call.
+
+    An ordinary activity with the tool's timeouts and retry policy: the hook only looks
+    the call up, so retrying it is safe. Added in 0.10.0.
+    """
+    result: Reconciled = await workflow.execute_activity(
+        spec.reconcile_activity_name,
+        invocation,
+        result_type=Reconciled,
+        start_to_close_timeout=spec.timeout,
+        heartbeat_timeout=spec.heartbeat_timeout,
+        retry_policy=spec.retry,
+        summary=f"reconcile {spec.name} (step {invocation.step})",
+    )
+    return result
 
 
 async def _tool_activity(spec: Tool, argument: Any, result_type: type[_R], summary: str) -> _R:

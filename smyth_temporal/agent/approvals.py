@@ -153,24 +153,36 @@ class Approvals:
             )
 
     def request(
-        self, call: ToolCall, spec: Tool | None, *, step: int, reason: str | None
+        self,
+        call: ToolCall,
+        spec: Tool | None,
+        *,
+        step: int,
+        reason: str | None,
+        unknown_outcome: bool = False,
     ) -> ApprovalRequest | None:
         """Record a request for ``call`` if its tool requires one (idempotent).
 
         Calls to unknown tools, with invalid arguments, or that the tool's predicate
-        lets through get none.
+        lets through get none. With ``unknown_outcome``, the call's earlier outcome is
+        unknown (its reconcile hook could not tell): it is asked about whatever the tool
+        requires, as a request of its own (id ``apr-<step>-<call>-unknown``), so a
+        decision already used by the call never approves it again.
+
+        Changed in 0.10.0: ``unknown_outcome``.
         """
-        existing = self.requests.get(_request_id(step, call))
+        request_id = _request_id(step, call) + ("-unknown" if unknown_outcome else "")
+        existing = self.requests.get(request_id)
         if existing is not None:
             return existing
-        if spec is None or not spec.requires_approval:
+        if spec is None or not (spec.requires_approval or unknown_outcome):
             return None
         try:
             arguments = spec.validate_arguments(call.arguments, bounded=self._bounded)
         except ToolArgumentsError:
             return None
         try:
-            gated = spec.needs_approval(arguments)
+            gated = unknown_outcome or spec.needs_approval(arguments)
         except Exception as exc:
             # A broken predicate must not let a gated call through: ask a person.
             self._log.error("approval.predicate_failed", tool=spec.name, error=repr(exc))
@@ -180,7 +192,7 @@ class Approvals:
         now = self._clock()
         terms = self._terms(spec)
         request = ApprovalRequest(
-            id=_request_id(step, call),
+            id=request_id,
             tool=spec.name,
             call_id=call.id,
             step=step,

@@ -29,16 +29,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from smyth_temporal.agent._commands import call_tool_activity
 from smyth_temporal.agent.approvals import Approvals, refusal
+from smyth_temporal.agent.reconcile import OutcomeUnknown, Reconciler, unknown_reason
 from smyth_temporal.agent.run import Run
 from smyth_temporal.exceptions import ToolArgumentsError, ToolCallError
 from smyth_temporal.tools import (
     ACTIVITY_EXECUTOR,
     ARGUMENT_BOUNDS_PATCH,
     MCP_EXECUTOR,
+    RECONCILE_PATCH,
+    RECONCILE_UNKNOWN,
     Tool,
     ToolExecutor,
 )
@@ -124,6 +127,7 @@ class ToolRunner:
         if mcp is not None:
             self._executors[MCP_EXECUTOR] = functools.partial(mcp.run, self)
         self._executors.update(executors)
+        self._reconciler = Reconciler(run, patched=patched)
 
     def _bounded(self) -> bool:
         # Asked only for arguments past the bounds: older runs validated without them.
@@ -136,7 +140,13 @@ class ToolRunner:
     def request_approval(
         self, call: ToolCall, *, reason: str | None = None
     ) -> ApprovalRequest | None:
-        """Record an approval request for ``call`` if its tool requires one."""
+        """Record an approval request for ``call`` if its tool requires one.
+
+        A call that repeats a side effect a rewind left behind asks only once its
+        reconcile hook has answered (see ``agent.reconcile``).
+        """
+        if self._reconciler.waiting(self.find(call.name), call):
+            return None
         return self._approvals.request(
             call,
             self.find(call.name),
@@ -154,28 +164,67 @@ class ToolRunner:
             arguments = spec.validate_arguments(call.arguments, bounded=self._bounded)
         except ToolArgumentsError as exc:
             return self.error(call, str(exc))
-        request = self.request_approval(call)
+        rewound = self._reconciler.claim(spec, call, arguments)
+        if rewound is None:
+            request = self.request_approval(call)
+        else:
+            invocation = self.invocation(spec, call, arguments)
+            answer = await self._reconciler.ask(spec, invocation, rewound)
+            if answer.outcome == "done":
+                # It happened before the rewind: its result stands, nothing runs again.
+                return self._result(call, str(answer.result))
+            request = (
+                self._ask_unknown(call, spec, rewound.idempotency_key, answer.reason)
+                if answer.outcome == "unknown"
+                else self.request_approval(call)
+            )
         if request is not None:
-            await self._approvals.wait(request)
-            decision = request.decision
-            if decision is None or not decision.approved:
-                return self.error(call, refusal(request))
-            unapproved = _unapproved(request, spec, call, arguments)
-            if unapproved is not None and self._patched(APPROVED_ARGUMENTS_PATCH):
-                self._log.error(
-                    "approval.arguments_mismatch",
-                    request_id=request.id,
-                    tool=call.name,
-                    call_id=call.id,
-                    problem=unapproved,
-                )
-                return self.error(call, f"not run: {unapproved}")
-            if decision.arguments is not None:
-                try:
-                    arguments = spec.validate_arguments(decision.arguments)
-                except ToolArgumentsError as exc:
-                    return self.error(call, f"not run: the approver's edit no longer fits. {exc}")
-            request.executed_arguments_sha256 = arguments_sha256(arguments)
+            gated = await self._gate(request, spec, call, arguments)
+            if isinstance(gated, Message):
+                return gated
+            arguments = gated
+        return await self._execute(spec, call, arguments)
+
+    async def _gate(
+        self, request: ApprovalRequest, spec: Tool, call: ToolCall, arguments: dict[str, Any]
+    ) -> dict[str, Any] | Message:
+        """Wait for ``request``'s decision: the arguments to run with, or the refusal."""
+        await self._approvals.wait(request)
+        decision = request.decision
+        if decision is None or not decision.approved:
+            return self.error(call, refusal(request))
+        unapproved = _unapproved(request, spec, call, arguments)
+        if unapproved is not None and self._patched(APPROVED_ARGUMENTS_PATCH):
+            self._log.error(
+                "approval.arguments_mismatch",
+                request_id=request.id,
+                tool=call.name,
+                call_id=call.id,
+                problem=unapproved,
+            )
+            return self.error(call, f"not run: {unapproved}")
+        if decision.arguments is not None:
+            try:
+                arguments = spec.validate_arguments(decision.arguments)
+            except ToolArgumentsError as exc:
+                return self.error(call, f"not run: the approver's edit no longer fits. {exc}")
+        request.executed_arguments_sha256 = arguments_sha256(arguments)
+        return arguments
+
+    def _ask_unknown(
+        self, call: ToolCall, spec: Tool, key: str, why: str | None
+    ) -> ApprovalRequest | None:
+        """Ask a person whether to run a call whose earlier outcome is unknown."""
+        return self._approvals.request(
+            call,
+            spec,
+            step=self._conversation.step,
+            reason=unknown_reason(spec.name, key, why),
+            unknown_outcome=True,
+        )
+
+    async def _execute(self, spec: Tool, call: ToolCall, arguments: dict[str, Any]) -> Message:
+        """Run an approved (or ungated) call with its executor; record the result."""
         executor = self._executors.get(spec.executor)
         if executor is None:
             known = ", ".join(sorted(self._executors))
@@ -188,8 +237,41 @@ class ToolRunner:
         )
         try:
             content = await executor(spec, call, arguments)
+        except OutcomeUnknown as exc:
+            if not self._patched(RECONCILE_PATCH):
+                return self.error(call, str(exc))
+            return await self._decide_unknown(spec, executor, call, arguments, exc)
         except ToolCallError as exc:
             return self.error(call, str(exc))
+        return self._finished(call, content)
+
+    async def _decide_unknown(
+        self,
+        spec: Tool,
+        executor: ToolExecutor,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        unknown: OutcomeUnknown,
+    ) -> Message:
+        """A retry found the outcome unknown: a person decides whether it runs again.
+
+        An attempt may have acted before its worker died and the tool's reconcile hook
+        cannot tell. Approved, the call runs again under the same idempotency key (a
+        first attempt, which asks the hook nothing); rejected, it is skipped.
+        """
+        request = self._ask_unknown(call, spec, self.idempotency_key(call), unknown.reason)
+        if request is None:
+            return self.error(call, str(unknown))
+        gated = await self._gate(request, spec, call, arguments)
+        if isinstance(gated, Message):
+            return gated
+        try:
+            content = await executor(spec, call, gated)
+        except ToolCallError as exc:
+            return self.error(call, str(exc))
+        return self._finished(call, content)
+
+    def _finished(self, call: ToolCall, content: str) -> Message:
         self._log.info(
             "agent.tool_result", step=self._conversation.step, tool=call.name, call_id=call.id
         )
@@ -295,6 +377,10 @@ class ToolRunner:
             try:
                 outcome = await call_tool_activity(spec, invocation)
             except ActivityError as exc:
+                cause = exc.cause
+                if isinstance(cause, ApplicationError) and cause.type == RECONCILE_UNKNOWN:
+                    reason = str(cause.details[0]) if cause.details else cause.message
+                    raise OutcomeUnknown(str(failed(call, exc)), reason) from exc
                 raise failed(call, exc) from exc
         return outcome.content
 

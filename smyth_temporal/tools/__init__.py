@@ -13,6 +13,8 @@ The defaults a ``@tool`` takes (``DEFAULT_TOOL_TIMEOUT``,
 its ``Reviewer``; ``ApprovalRequirement``, what ``requires_approval`` takes) and
 the executor names (``ACTIVITY_EXECUTOR``, ``MCP_EXECUTOR``) are here too, and
 ``ARGUMENT_BOUNDS_PATCH``, the ``workflow.patched`` id agents validate arguments under.
+``Reconciled`` is what a side-effect tool's ``reconcile`` hook answers (see
+``_reconcile``), under ``RECONCILE_PATCH``.
 """
 
 from smyth_temporal.tools._context import ToolContext, serving_tool_call, tool_context
@@ -25,12 +27,20 @@ from smyth_temporal.tools._policy import (
     Reviewer,
     policies_reviewers,
 )
+from smyth_temporal.tools._reconcile import (
+    RECONCILE_PATCH,
+    RECONCILE_UNKNOWN,
+    Reconciled,
+    ReconcileFunction,
+    reconcile_activity_name,
+)
 from smyth_temporal.tools._tool import (
     ACTIVITY_EXECUTOR,
     ARGUMENT_BOUNDS_PATCH,
     DEFAULT_TOOL_HEARTBEAT_TIMEOUT,
     DEFAULT_TOOL_TIMEOUT,
     Tool,
+    run_blocking,
     tool,
     value_depth,
 )
@@ -43,9 +53,13 @@ __all__ = [
     "DEFAULT_TOOL_HEARTBEAT_TIMEOUT",
     "DEFAULT_TOOL_TIMEOUT",
     "MCP_EXECUTOR",
+    "RECONCILE_PATCH",
+    "RECONCILE_UNKNOWN",
     "ApprovalPolicy",
     "ApprovalRequirement",
     "MCPTool",
+    "ReconcileFunction",
+    "Reconciled",
     "Reviewer",
     "Tool",
     "ToolContext",
@@ -54,6 +68,8 @@ __all__ = [
     "effect_from_annotations",
     "is_destructive",
     "policies_reviewers",
+    "reconcile_activity_name",
+    "run_blocking",
     "serving_tool_call",
     "tool",
     "tool_context",

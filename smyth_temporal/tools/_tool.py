@@ -27,6 +27,7 @@ from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
 from smyth_temporal.tools._policy import ApprovalPolicy, ApprovalRequirement
+from smyth_temporal.tools._reconcile import ReconcileFunction, reconcile_activity_name
 from smyth_temporal.types.secrets import SECRET_NAME_PATTERN
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
@@ -157,6 +158,8 @@ class Tool:
     for each call. Added in 0.4.0."""
     local: bool = False
     """Run each call as a Temporal local activity (see ``@tool(local=...)``). Added in 0.4.0."""
+    reconcile: ReconcileFunction | None = None
+    """Asks whether a call already happened (see ``@tool(reconcile=...)``). Added in 0.10.0."""
 
     def needs_approval(self, arguments: Mapping[str, Any]) -> bool:
         """Whether this call (with validated JSON ``arguments``) needs a decision first."""
@@ -176,6 +179,11 @@ class Tool:
     def activity_name(self) -> str:
         """The tool's activity type name: stable, so running agents survive deploys."""
         return f"smyth.tool.{self.name}"
+
+    @property
+    def reconcile_activity_name(self) -> str:
+        """The activity type of the tool's reconcile hook. Added in 0.10.0."""
+        return reconcile_activity_name(self.name)
 
     @property
     def read_only(self) -> bool:
@@ -403,6 +411,7 @@ def tool(
     executor: str = ACTIVITY_EXECUTOR,
     secrets: Sequence[str] = (),
     local: bool | None = None,
+    reconcile: ReconcileFunction | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -423,6 +432,7 @@ def tool(
     executor: str = ACTIVITY_EXECUTOR,
     secrets: Sequence[str] = (),
     local: bool | None = None,
+    reconcile: ReconcileFunction | None = None,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Turn a function into a tool the model can call.
 
@@ -466,18 +476,27 @@ def tool(
             crash re-runs it when the run resumes (same idempotency key). Default
             (``None``): local when the tool is ``read_only`` with a ``timeout`` of at
             most ``LOCAL_TOOL_MAX_TIMEOUT`` (10 s), else an ordinary activity.
+        reconcile: ``fn(idempotency_key, arguments)`` (``async def`` or plain ``def``)
+            that looks up whether a call with that key already happened and returns a
+            ``Reconciled``. Asked when a rewound run makes a call the rewind could not
+            undo (under the abandoned call's key), and when Temporal retries an attempt
+            that may have acted (its worker died, its heartbeat timed out): ``done``
+            reuses its result, ``not_done`` runs the tool, ``unknown`` asks a person.
+            Only ``side_effect`` tools take one.
 
     Returns:
         A ``Tool``, or a decorator that makes one.
 
     Raises:
-        ToolDefinitionError: The function is a generator, or a parameter has no type hint.
+        ToolDefinitionError: The function is a generator, a parameter has no type
+            hint, or ``reconcile`` is given to a tool that is not ``side_effect``.
 
     Added in 0.1.0. Changed in 0.3.0: ``executor``. Changed in 0.4.0: ``secrets``,
     ``local``. Changed in 0.5.0: plain ``def`` functions (run in a thread); a 2 s
     heartbeat timeout and a 250 ms first retry by default. Changed in 0.9.0:
-    ``requires_approval`` takes an ``ApprovalPolicy``.
+    ``requires_approval`` takes an ``ApprovalPolicy``. Changed in 0.10.0: ``reconcile``.
     """
+    _check_reconcile(reconcile, effect)
     bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
     if bad or isinstance(secrets, str):
         raise ToolDefinitionError(
@@ -489,6 +508,7 @@ def tool(
         options += (retry, max_output_chars, approval_timeout, on_timeout, executor)
         options += (tuple(secrets), local)
         key = (*_where_defined(fn), repr(options), *_where_defined(requires_approval))
+        key += _where_defined(reconcile)
         sandboxed = workflow.unsafe.in_sandbox()
         if sandboxed and key in _BUILT:
             return _BUILT[key]
@@ -515,6 +535,7 @@ def tool(
             on_timeout=on_timeout,
             executor=executor,
             secrets=tuple(secrets),
+            reconcile=reconcile,
             local=(
                 local
                 if local is not None
@@ -523,6 +544,22 @@ def tool(
         )
 
     return make(fn) if fn is not None else make
+
+
+def _check_reconcile(reconcile: ReconcileFunction | None, effect: ToolEffect) -> None:
+    # Only a call that may not be repeated has an outcome worth asking about: the
+    # others are re-run safely, and a hook there would hide a misclassified tool.
+    if reconcile is None:
+        return
+    if not callable(reconcile):
+        raise ToolDefinitionError(
+            f"@tool(reconcile=...) takes a function (idempotency_key, arguments), not {reconcile!r}"
+        )
+    if effect != "side_effect":
+        raise ToolDefinitionError(
+            f"@tool(reconcile=...) is for side_effect tools only, not {effect!r}: a "
+            "read_only or idempotent call is safely run again instead"
+        )
 
 
 _BUILT: dict[tuple[object, ...], Tool] = {}

@@ -1,0 +1,208 @@
+"""Reconcile hooks: a side effect that may already have happened is asked about, not repeated.
+
+Two ways a side-effect call's outcome gets lost: a rewind abandons the history of calls
+that completed after its step (the reset cannot undo them), and a worker dies after the
+tool acted, before it could say so. The tool's ``reconcile`` hook answers ``done``
+(the result is reused, nothing runs again), ``not_done`` (the tool runs once) or
+``unknown`` (a person decides).
+
+The rewound runs here get their ``RewindNotice`` by signal at start, as a run reset by
+``AgentClient.rewind`` gets it right after the reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from smyth_temporal import AgentClient, AgentInput, tool
+from smyth_temporal.agent.tooling import idempotency_key
+from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
+from smyth_temporal.tools import Reconciled
+from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
+from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
+from tests.agent.test_crash_recovery import RESULT_TIMEOUT, wait_for_entry
+from tests.helpers.reconcile_agents import Mailer, Payer
+from tests.helpers.reconcile_worker import spawn_payer
+from tests.helpers.trading import read_ledger
+
+RECIPIENTS = ("ann", "bob", "cy")
+
+
+def tool_results(request: object) -> object:
+    messages = getattr(request, "messages", [])
+    return reply(" | ".join(m.content or "" for m in messages if m.role == "tool"))
+
+
+def abandoned(to: str, index: int) -> RewoundCall:
+    """The call ``send(to, "hi")`` the rewind abandoned after it completed, at step 2."""
+    return RewoundCall(
+        step=2,
+        call_id=f"call_2_{index}",
+        tool="send",
+        arguments_sha256=arguments_sha256({"to": to, "text": "hi"}),
+        idempotency_key=f"abandoned/{to}",
+        outcome="completed",
+        result=f"sent to {to}",
+    )
+
+
+async def pending(agents: AgentClient, workflow_id: str) -> ApprovalRequest:
+    """The run's first pending request; fails if none comes (the run ended or went on)."""
+
+    async def first() -> ApprovalRequest:
+        while not (state := await agents.state(workflow_id)).pending_approvals:
+            await asyncio.sleep(0.05)
+        return state.pending_approvals[0]
+
+    return await asyncio.wait_for(first(), RESULT_TIMEOUT / 4)
+
+
+def test_only_side_effect_tools_take_a_reconcile_hook() -> None:
+    async def act(x: int) -> int:
+        return x
+
+    def hook(key: str, arguments: object) -> Reconciled:
+        return Reconciled.not_done()
+
+    for effect in ("read_only", "idempotent"):
+        with pytest.raises(ToolDefinitionError, match="side_effect tools only"):
+            tool(effect=effect, reconcile=hook)(act)  # type: ignore[arg-type]
+    with pytest.raises(ToolDefinitionError, match="takes a function"):
+        tool(effect="side_effect", reconcile="hook")(act)  # type: ignore[arg-type]
+    assert tool(effect="side_effect", reconcile=hook)(act).reconcile is hook
+
+
+async def test_a_rewound_side_effect_is_reconciled_done_reused_not_done_runs_unknown_asks(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # The rewound run asks again for the three sends the rewind abandoned (and one more
+    # that no abandoned call matches): ann's happened, bob's did not, cy's cannot be told.
+    calls = [tool_call("send", to=to, text="hi") for to in (*RECIPIENTS, "dee")]
+    model = ScriptedModel([calls, tool_results])
+    notice = RewindNotice(
+        to_step=0,
+        abandoned_run_id="abandoned-run",
+        side_effects=tuple(abandoned(to, i) for i, to in enumerate(RECIPIENTS)),
+    )
+    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        handle = await client.start_workflow(
+            "Mailer",
+            AgentInput(prompt="Send hi to everyone"),
+            id=workflow_id,
+            task_queue=task_queue,
+            start_signal=REWIND_SIGNAL,
+            start_signal_args=[notice],
+        )
+        request = await pending(agents, workflow_id)
+        sends = [e["to"] for e in read_ledger(ledger) if e["tool"] == "send"]
+        await agents.approve(workflow_id, request.id, by="ops")
+        result = await agents.result(workflow_id)
+
+    # cy waits for a person, with the reason; nothing of cy's ran before the decision.
+    assert request.tool == "send" and request.arguments == {"to": "cy", "text": "hi"}
+    assert "unknown" in (request.reason or "") and "no log" in (request.reason or "")
+    assert "abandoned/cy" in (request.reason or "")
+    assert sends == ["bob"]
+    assert result.status == "completed"
+    assert result.output == (
+        "sent to ann (before the rewind) | sent to bob | sent to cy | sent to dee"
+    )
+    entries = read_ledger(ledger)
+    # Each hook ran under the abandoned call's key; dee matched nothing, so no hook.
+    assert [(e["to"], e["key"]) for e in entries if e["tool"] == "reconcile.send"] == [
+        (to, f"abandoned/{to}") for to in RECIPIENTS
+    ]
+    # ann's send never ran again; bob's, cy's (approved) and dee's ran once each, under
+    # the new calls' own keys.
+    first_run = handle.first_execution_run_id or ""
+    assert [(e["to"], e["key"]) for e in entries if e["tool"] == "send"] == [
+        (to, idempotency_key(workflow_id, first_run, 1, f"call_1_{i}"))
+        for i, to in enumerate((*RECIPIENTS, "dee"))
+        if to != "ann"
+    ]
+
+
+async def test_a_rejected_unknown_outcome_is_skipped(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("send", to="cy", text="hi"), tool_results])
+    notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(abandoned("cy", 0),))
+    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        await client.start_workflow(
+            "Mailer",
+            AgentInput(prompt="Send hi to cy"),
+            id=workflow_id,
+            task_queue=task_queue,
+            start_signal=REWIND_SIGNAL,
+            start_signal_args=[notice],
+        )
+        request = await pending(agents, workflow_id)
+        await agents.reject(workflow_id, request.id, by="ops", comment="it went out")
+        result = await agents.result(workflow_id)
+    assert [e for e in read_ledger(ledger) if e["tool"] == "send"] == []
+    assert "was not run" in result.output and "it went out" in result.output
+
+
+async def test_a_retry_after_the_tool_acted_reuses_the_result_when_reconcile_says_done(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # Attempt 1 transfers, then its connection drops (a retryable failure); attempt 2
+    # asks the hook first, which finds the transfer.
+    model = ScriptedModel([tool_call("transfer", amount=5), tool_results])
+    async with agent_worker(client, Payer, model=model, task_queue=task_queue):
+        handle = await agents.start(Payer, AgentInput(prompt="Pay 5"))
+        result = await agents.result(handle.id)
+    entries = read_ledger(ledger)
+    assert result.output == "transferred 5"
+    assert [e["attempt"] for e in entries if e["tool"] == "transfer.acted"] == [1]
+    assert [e["attempt_seen"] for e in entries if e["tool"] == "reconcile.transfer"] == [2]
+
+
+async def test_a_retry_whose_outcome_reconcile_cannot_tell_waits_for_an_approval(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("transfer", amount=5000), tool_results])
+    async with agent_worker(client, Payer, model=model, task_queue=task_queue):
+        handle = await agents.start(Payer, AgentInput(prompt="Pay 5000"))
+        request = await pending(agents, handle.id)
+        acted = [e for e in read_ledger(ledger) if e["tool"] == "transfer.acted"]
+        await agents.approve(handle.id, request.id, by="ops")
+        result = await agents.result(handle.id)
+    assert request.id.endswith("-unknown") and "by letter" in (request.reason or "")
+    assert len(acted) == 1  # the failed attempt's; the retry stopped at the hook
+    # Approved: it runs again, under the same key (a person chose to).
+    again = [e for e in read_ledger(ledger) if e["tool"] == "transfer.acted"]
+    assert len(again) == 2 and len({e["key"] for e in again}) == 1
+    assert result.output == "transferred 5000"
+
+
+async def test_a_worker_killed_after_the_tool_acted_does_not_act_twice(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path, tmp_path: Path
+) -> None:
+    address = client.service_client.config.target_host
+    first = await spawn_payer(address, task_queue, ledger, tmp_path / "worker-1.log")
+    second = None
+    try:
+        handle = await agents.start(Payer, AgentInput(prompt="Pay 5"))
+        await wait_for_entry(ledger, lambda e: e["tool"] == "transfer.acted")
+        first.kill()  # after the transfer, before its activity could complete
+        second = await spawn_payer(address, task_queue, ledger, tmp_path / "worker-2.log")
+        result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
+    finally:
+        await first.stop()
+        if second is not None:
+            await second.stop()
+    entries = read_ledger(ledger)
+    assert result.output == "transferred 5"
+    acted = [e for e in entries if e["tool"] == "transfer.acted"]
+    assert [e["pid"] for e in acted] == [first.pid]
+    hooks = [e for e in entries if e["tool"] == "reconcile.transfer"]
+    assert [(e["pid"], e["attempt_seen"]) for e in hooks] == [(second.pid, 2)]
