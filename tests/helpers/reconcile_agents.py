@@ -24,7 +24,7 @@ from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, 
 from smyth_temporal.tools import Reconciled, tool_context
 from tests.helpers.trading import LEDGER_ENV, read_ledger, record
 
-__all__ = ["ANSWERS", "Mailer", "Payer", "send", "transfer"]
+__all__ = ["ANSWERS", "Payer", "Postman", "send", "transfer"]
 
 ANSWERS: Mapping[str, Reconciled] = {
     "ann": Reconciled.done("sent to ann (before the rewind)"),
@@ -91,7 +91,7 @@ async def transfer(amount: int, hang: bool = False) -> str:
 
 
 @workflow.defn
-class Mailer(AgentWorkflow):
+class Postman(AgentWorkflow):
     config = AgentConfig(model="test-model", tools=[send], max_steps=4)
 
     @workflow.run

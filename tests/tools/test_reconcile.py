@@ -27,7 +27,7 @@ from smyth_temporal.tools import Reconciled
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
 from tests.agent.test_crash_recovery import RESULT_TIMEOUT, wait_for_entry
-from tests.helpers.reconcile_agents import Mailer, Payer
+from tests.helpers.reconcile_agents import Payer, Postman
 from tests.helpers.reconcile_worker import spawn_payer
 from tests.helpers.trading import read_ledger
 
@@ -91,9 +91,9 @@ async def test_a_rewound_side_effect_is_reconciled_done_reused_not_done_runs_unk
         side_effects=tuple(abandoned(to, i) for i, to in enumerate(RECIPIENTS)),
     )
     workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
-    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
         handle = await client.start_workflow(
-            "Mailer",
+            "Postman",
             AgentInput(prompt="Send hi to everyone"),
             id=workflow_id,
             task_queue=task_queue,
@@ -135,9 +135,9 @@ async def test_a_rejected_unknown_outcome_is_skipped(
     model = ScriptedModel([tool_call("send", to="cy", text="hi"), tool_results])
     notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(abandoned("cy", 0),))
     workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
-    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
         await client.start_workflow(
-            "Mailer",
+            "Postman",
             AgentInput(prompt="Send hi to cy"),
             id=workflow_id,
             task_queue=task_queue,
@@ -206,3 +206,24 @@ async def test_a_worker_killed_after_the_tool_acted_does_not_act_twice(
     assert [e["pid"] for e in acted] == [first.pid]
     hooks = [e for e in entries if e["tool"] == "reconcile.transfer"]
     assert [(e["pid"], e["attempt_seen"]) for e in hooks] == [(second.pid, 2)]
+
+
+async def test_a_rewind_past_a_completed_send_reuses_its_result_and_sends_nothing(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # The whole path: the send of step 2 completes, the run is rewound to step 1
+    # (AgentClient.rewind: reset plus notice), and step 2 makes the same call again.
+    sends = [tool_call("send", to=to, text="hi") for to in ("bob", "ann")]
+    model = ScriptedModel([*sends, tool_results])
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
+        handle = await agents.start(Postman, AgentInput(prompt="Say hi to bob, then ann"))
+        original = await agents.result(handle.id)
+        rewound = await agents.rewind(handle.id, to_step=1)
+        result = await agents.result(handle.id)
+    [listed] = rewound.side_effects
+    assert (listed.tool, listed.step, listed.outcome) == ("send", 2, "completed")
+    assert original.output == "sent to bob | sent to ann"
+    assert result.output == "sent to bob | sent to ann (before the rewind)"
+    entries = read_ledger(ledger)
+    assert [e["to"] for e in entries if e["tool"] == "send"] == ["bob", "ann"]  # never again
+    assert [e["key"] for e in entries if e["tool"] == "reconcile.send"] == [listed.idempotency_key]
