@@ -71,12 +71,21 @@ def fork(
             help="fork a session into this session (smyth send reaches it); instead of --id",
         ),
     ] = None,
+    no_replay: Annotated[
+        bool,
+        typer.Option(
+            "--no-replay",
+            help="call the model for every turn of the fork; by default, without --prompt "
+            "and --model, turns the original recorded are answered from its history",
+        ),
+    ] = False,
 ) -> None:
     """Fork an agent run at a step."""
     if new_id and session:
         raise typer.BadParameter("give --id or --session, not both")
     cls = load_agent(agent) if agent else None
-    run(_fork(options, workflow_id, at_step, cls, prompt, model, new_id, session))
+    replay = False if no_replay else None
+    run(_fork(options, workflow_id, at_step, cls, prompt, model, new_id, session, replay))
 
 
 async def _fork(
@@ -88,6 +97,7 @@ async def _fork(
     model: str | None,
     new_id: str | None,
     session: str | None,
+    replay: bool | None,
 ) -> None:
     agents = await AgentClient.connect(options.settings())
     handle = await agents.fork(
@@ -98,5 +108,6 @@ async def _fork(
         id=new_id,
         session_id=session,
         agent=cls,
+        replay_model_turns=replay,
     )
     print(handle.id)

@@ -99,9 +99,13 @@ async def test_a_replayed_fork_reads_the_turns_of_the_runs_its_original_continue
         original = await agents.result(handle.id)
         fork = await agents.fork(handle.id, at_step=1)
         forked = await agents.result(fork.id)
+        asked = len(model.requests)
+        paid = await agents.fork(handle.id, at_step=5, replay_model_turns=False)
+        await agents.result(paid.id)
 
-    assert len(model.requests) == original.steps == 6  # the fork asked the model nothing
+    assert asked == original.steps == 6  # the fork asked the model nothing
     assert (forked.output, forked.steps) == ("done", 6)
+    assert [r.step for r in model.requests[asked:]] == [6]  # without replay: paid for
 
 
 async def test_a_run_of_another_tenant_never_answers_a_turn(
