@@ -71,7 +71,9 @@ async def rewind_notice(client: Client, event: HistoryEvent) -> RewindNotice | N
 async def rewinds_of(client: Client, workflow_id: str) -> list[RewindRecord]:
     """The rewinds the current run of ``workflow_id`` went through, oldest first.
 
-    One per abandoned run: a notice Temporal applied again after a later reset is
+    One per abandoned run, and only a notice that follows the reset of the run it
+    names (as ``AgentClient.rewind`` sends it): a signal of that name sent by other
+    means is no rewind, and a notice Temporal applied again after a later reset is
     counted once. A run never reset (the server keeps its last reset time) is answered
     from a describe, without reading its history.
     """
@@ -89,11 +91,14 @@ async def rewinds_of(client: Client, workflow_id: str) -> list[RewindRecord]:
         notice = await rewind_notice(client, event)
         if notice is None or notice.abandoned_run_id in records:
             continue
+        if notice.abandoned_run_id not in created:
+            log.warning("lineage.notice_without_reset", abandoned_run_id=notice.abandoned_run_id)
+            continue
         records[notice.abandoned_run_id] = RewindRecord(
             time=event.event_time.ToDatetime(tzinfo=UTC),
             to_step=notice.to_step,
             abandoned_run_id=notice.abandoned_run_id,
-            run_id=created.get(notice.abandoned_run_id),
+            run_id=created[notice.abandoned_run_id],
             by=notice.by,
             side_effects=list(notice.side_effects),
             voided_approvals=list(notice.voided_approvals),

@@ -22,14 +22,17 @@ from smyth_temporal.security import Permission, Principal
 from smyth_temporal.settings import Settings
 from smyth_temporal.types.agent import INTERRUPT_UPDATE
 from smyth_temporal.types.approvals import APPROVAL_SIGNAL, APPROVAL_UPDATE
+from smyth_temporal.types.rewind import REWIND_SIGNAL
 
 __all__ = ["RunsClient", "refusal", "translate"]
 
 _T = TypeVar("_T")
 
-_SENT_BY_KEY = frozenset({APPROVAL_SIGNAL, APPROVAL_UPDATE, INTERRUPT_UPDATE})
+_SENT_BY_KEY = frozenset({APPROVAL_SIGNAL, APPROVAL_UPDATE, INTERRUPT_UPDATE, REWIND_SIGNAL})
 """Signals and updates that record who sent them: under a key, only through the client's
-own methods, which write the key's name (and role) into them."""
+own methods, which write the key's name (and role) into them. A rewind's notice also
+says what the run forgets and which calls it reconciles: only ``rewind`` sends it, right
+after the reset it belongs to."""
 
 _SWITCH_RETRIES = 50
 _SWITCH_RETRY_DELAY = 0.05
@@ -121,8 +124,8 @@ class RunsClient:
         self.identity.permit(permission)
         if self.identity.principal is not None and name in _SENT_BY_KEY:
             raise AccessDeniedError(
-                f"{name!r} says who decided: send it with decide(), approve(), reject() or "
-                "interrupt(), which record the key as the one who did"
+                f"{name!r} says who decided or rewound: send it with decide(), approve(), "
+                "reject(), interrupt() or rewind(), which record the key as the one who did"
             )
 
     async def status(self, workflow_id: str) -> WorkflowExecutionStatus | None:

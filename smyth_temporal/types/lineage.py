@@ -50,8 +50,8 @@ class RewindRecord(BaseModel):
     """The step the run went back to; it went on with the next."""
     abandoned_run_id: str
     """The run whose history after ``to_step`` was abandoned (still in Temporal)."""
-    run_id: str | None = None
-    """The run the reset created, which went on (``None``: not found in this history)."""
+    run_id: str
+    """The run the reset created, which went on."""
     by: str | None = None
     """Who asked for the rewind."""
     side_effects: list[RewoundCall] = Field(default_factory=list)

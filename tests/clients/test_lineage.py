@@ -6,20 +6,23 @@ import asyncio
 import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
-from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal import AccessDeniedError, AgentClient, AgentInput
 from smyth_temporal.security import Principal
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.model import MODEL_ACTIVITY
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
 from smyth_temporal.types.visibility import FORK_OF_ATTRIBUTE, TENANT_ATTRIBUTE
+from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.agents import Analyst
 from tests.helpers.cli_support import run_smyth
+from tests.helpers.trader import Trader
 
 SCRIPT = [
     tool_call("get_quote", symbol="ACME"),
@@ -92,9 +95,10 @@ async def test_a_runs_forks_are_listed_for_its_tenant_only(
 
 
 async def _reset_after_step(
-    client: Client, workflow_id: str, step: int, notice: RewindNotice
+    client: Client, workflow_id: str, step: int, notice: RewindNotice | None
 ) -> str:
-    """Reset the run to the workflow task that ended ``step``, then signal it ``notice``.
+    """Reset the run to the workflow task that ended ``step``, then signal it ``notice``
+    (``None``: no notice).
 
     What a rewind does (helper W's ``AgentClient.rewind``), done by hand so the lineage
     reader is tested against a real reset's history. Returns the new run id.
@@ -124,9 +128,10 @@ async def _reset_after_step(
         )
     )
     # The dev server refuses a signal as a post-reset operation: sent right after.
-    await client.get_workflow_handle(workflow_id, run_id=response.run_id).signal(
-        REWIND_SIGNAL, notice
-    )
+    if notice is not None:
+        await client.get_workflow_handle(workflow_id, run_id=response.run_id).signal(
+            REWIND_SIGNAL, notice
+        )
     return response.run_id
 
 
@@ -171,3 +176,29 @@ async def test_a_rewind_is_in_the_runs_lineage_and_audit_and_is_no_lost_worker(
     assert rewound.fields["side_effects"][0]["idempotency_key"] == "key-2"
     assert "result" not in rewound.fields["side_effects"][0]  # results stay out of the audit
     assert "prompt" not in rewound.fields and len(rewound.fields["prompt_sha256"]) == 64
+
+
+async def test_a_rewind_notice_without_its_reset_is_no_rewind_and_a_key_cannot_send_one(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    operator = agents.acting_for(Principal(name="ops", tenant="default", role="operator"))
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=10), reply("sold")])
+    async with agent_worker(client, Trader, model=model, task_queue=task_queue):
+        handle = await agents.start(Trader, "Sell ACME")
+        await wait_for_pending(agents, handle.id, 1)  # open: it waits for an approval
+        first = (await handle.describe()).run_id
+        forged = RewindNotice(to_step=0, abandoned_run_id="made-up", by="mallory")
+        # A key may not send a notice itself: it says who rewound and what to forget.
+        with pytest.raises(AccessDeniedError, match="says who decided or rewound"):
+            await operator.signal(handle.id, REWIND_SIGNAL, forged)
+        new_run = await _reset_after_step(client, handle.id, 0, None)
+        # A trusted client's signal that names no reset of this run is no rewind either.
+        await client.get_workflow_handle(handle.id).signal(REWIND_SIGNAL, forged)
+        await wait_for_pending(agents, handle.id, 1)
+        assert (await agents.state(handle.id, lineage=True)).rewinds == []
+        genuine = RewindNotice(to_step=0, abandoned_run_id=first, by="alice")
+        await client.get_workflow_handle(handle.id).signal(REWIND_SIGNAL, genuine)
+        rewinds = (await agents.state(handle.id, lineage=True)).rewinds
+        await handle.terminate()
+
+    assert [(r.abandoned_run_id, r.run_id, r.by) for r in rewinds] == [(first, new_run, "alice")]
