@@ -143,7 +143,8 @@ async def reconcile_call(spec: Tool, invocation: ToolInvocation, secrets: Secret
         return answer.model_copy(
             update={"result": render_output(answer.result, spec.max_output_chars).content}
         )
-    return answer
+    # The reason reaches an approval request (history, notifications): masked too.
+    return answer.model_copy(update={"reason": redact(answer.reason)} if answer.reason else {})
 
 
 def _make_reconcile_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], Any]:

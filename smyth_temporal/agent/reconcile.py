@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 from smyth_temporal.agent._commands import call_reconcile
 from smyth_temporal.agent.run import Run
@@ -104,10 +105,17 @@ class Reconciler:
         return self.claim(spec, call, arguments) is not None
 
     async def ask(self, spec: Tool, invocation: ToolInvocation, rewound: RewoundCall) -> Reconciled:
-        """Ask the tool's hook about ``rewound`` (its key), for the call ``invocation``."""
-        answer = await call_reconcile(
-            spec, invocation.model_copy(update={"idempotency_key": rewound.idempotency_key})
-        )
+        """Ask the tool's hook about ``rewound`` (its key), for the call ``invocation``.
+
+        A hook that still fails after its retries (or answers something else than a
+        ``Reconciled``) tells nothing: the answer is ``unknown``, so a person decides
+        rather than the run failing or the call running blindly.
+        """
+        abandoned = invocation.model_copy(update={"idempotency_key": rewound.idempotency_key})
+        try:
+            answer = await call_reconcile(spec, abandoned)
+        except ActivityError as exc:
+            answer = Reconciled.unknown(f"its reconcile hook failed: {exc.cause or exc}")
         self._answered.add((invocation.step, invocation.call_id))
         self._run.log.info(
             "agent.tool_reconciled",

@@ -24,7 +24,7 @@ from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, 
 from smyth_temporal.tools import Reconciled, tool_context
 from tests.helpers.trading import LEDGER_ENV, read_ledger, record
 
-__all__ = ["ANSWERS", "Payer", "Postman", "send", "transfer"]
+__all__ = ["ANSWERS", "Payer", "Postman", "post", "send", "transfer"]
 
 ANSWERS: Mapping[str, Reconciled] = {
     "ann": Reconciled.done("sent to ann (before the rewind)"),
@@ -50,6 +50,27 @@ async def send(to: str, text: str) -> str:
     """
     record("send", to=to)
     return f"sent to {to}"
+
+
+def broken_lookup(key: str, arguments: Mapping[str, Any]) -> Reconciled:
+    """A hook whose system is down: it raises on every attempt."""
+    record("reconcile.post", abandoned=key)
+    raise RuntimeError("the mail archive is down")
+
+
+@tool(
+    effect="side_effect",
+    reconcile=broken_lookup,
+    retry=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=2),
+)
+async def post(to: str) -> str:
+    """Post a letter.
+
+    Args:
+        to: The recipient.
+    """
+    record("post", to=to)
+    return f"posted to {to}"
 
 
 def _acted(key: str) -> list[dict[str, Any]]:
@@ -92,7 +113,7 @@ async def transfer(amount: int, hang: bool = False) -> str:
 
 @workflow.defn
 class Postman(AgentWorkflow):
-    config = AgentConfig(model="test-model", tools=[send], max_steps=4)
+    config = AgentConfig(model="test-model", tools=[send, post], max_steps=4)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

@@ -151,6 +151,40 @@ async def test_a_rejected_unknown_outcome_is_skipped(
     assert "was not run" in result.output and "it went out" in result.output
 
 
+async def test_a_reconcile_hook_that_keeps_failing_asks_a_person_instead_of_failing_the_run(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    model = ScriptedModel([tool_call("post", to="cy"), tool_results])
+    lost = RewoundCall(
+        step=1,
+        call_id="call_1_0",
+        tool="post",
+        arguments_sha256=arguments_sha256({"to": "cy"}),
+        idempotency_key="abandoned/post",
+        outcome="unknown",
+    )
+    notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(lost,))
+    workflow_id = f"postman-{uuid.uuid4().hex[:8]}"
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
+        await client.start_workflow(
+            "Postman",
+            AgentInput(prompt="Post to cy"),
+            id=workflow_id,
+            task_queue=task_queue,
+            start_signal=REWIND_SIGNAL,
+            start_signal_args=[notice],
+        )
+        request = await pending(agents, workflow_id)
+        await agents.approve(workflow_id, request.id, by="ops")
+        result = await agents.result(workflow_id)
+    assert "reconcile hook failed" in (request.reason or "")
+    assert "archive is down" in (request.reason or "")
+    entries = read_ledger(ledger)
+    assert len([e for e in entries if e["tool"] == "reconcile.post"]) == 2  # its retries
+    assert [e["to"] for e in entries if e["tool"] == "post"] == ["cy"]
+    assert result.output == "posted to cy"
+
+
 async def test_a_retry_after_the_tool_acted_reuses_the_result_when_reconcile_says_done(
     client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:
