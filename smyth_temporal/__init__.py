@@ -65,6 +65,7 @@ from smyth_temporal.exceptions import (
 )
 from smyth_temporal.tools import (
     ApprovalPolicy,
+    Reconciled,
     Reviewer,
     Tool,
     ToolContext,
@@ -182,6 +183,7 @@ __all__ = [
     "PayloadDecryptionError",
     "PendingApproval",
     "Principal",
+    "Reconciled",
     "Reviewer",
     "RunError",
     "ScheduleClient",

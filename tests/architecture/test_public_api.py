@@ -48,6 +48,7 @@ def test_top_level_exports() -> None:
         "PayloadDecryptionError",
         "PendingApproval",
         "Principal",
+        "Reconciled",
         "Reviewer",
         "RunError",
         "ScheduleClient",
