@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 from temporalio.converter import DataConverter
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput
@@ -20,6 +21,7 @@ from smyth_temporal.testing import (
     ScriptedModel,
     agent_worker,
     chat_completion,
+    payloads_in,
     reply,
     tool_call,
 )
@@ -160,3 +162,27 @@ async def test_a_fork_near_the_end_of_a_long_run_decodes_only_the_turns_after_it
     # Turn 5's request and response, and turn 4's request (where the reading stops).
     assert len(decoded) == 3
     assert [r.step for r, _ in await turns_of(client, history)] == [1, 2, 3, 4, 5]
+
+
+async def test_a_replayed_fork_of_an_encrypted_run_reads_its_turns_with_the_workers_key(
+    env: WorkflowEnvironment, task_queue: str, ledger: Path, sealed_env: dict[str, str]
+) -> None:
+    # Every SmythPlugin built here encrypts (sealed_env): the record is read through the
+    # worker's converter, and the replayed answers are sealed in the fork's history too.
+    client = Client(
+        env.client.service_client, namespace=env.client.namespace, plugins=[SmythPlugin()]
+    )
+    agents = AgentClient(client, task_queue=task_queue)
+    answer = "ACME is up, says the sealed record."
+    model = ScriptedModel([tool_call("get_quote", symbol="ACME"), reply(answer)])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "How is ACME doing?")
+        await agents.result(handle.id)
+        fork = await agents.fork(handle.id, at_step=0)
+        forked = await agents.result(fork.id)
+    history = await env.client.get_workflow_handle(fork.id).fetch_history()
+
+    assert len(model.requests) == 2  # the fork's two turns came from the encrypted record
+    assert (forked.output, forked.usage.requests) == (answer, 0)
+    sealed = [p.data for event in history.events for p in payloads_in(event)]
+    assert sealed and not any(answer.encode() in data for data in sealed)
