@@ -32,10 +32,9 @@ from typing import Any, Literal
 
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._redaction import masked_cause, register_secret
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal._redaction import masked_cause
 from smyth_temporal.models._errors import _retry_after, status_failure, to_application_error
-from smyth_temporal.models._openai import _MASKED_PLAIN_KEY_LENGTH
+from smyth_temporal.models._keys import provider_key
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, _final_answer
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
@@ -120,18 +119,14 @@ class AnthropicProvider:
         """
         if client is None:
             endpoint = ModelSettings.load()
-            if isinstance(api_key, SecretRef):
-                key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
-            else:
-                found = endpoint.anthropic_api_key
-                key = api_key or (found.get_secret_value() if found is not None else None)
-                if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
-                    register_secret("ANTHROPIC_API_KEY", key)
-            if not key:
-                raise ConfigurationError(
-                    "the Anthropic model provider needs an API key: set ANTHROPIC_API_KEY "
-                    "or pass api_key=secret('NAME')"
-                )
+            key = provider_key(
+                api_key,
+                endpoint.anthropic_api_key,
+                secrets,
+                variable="ANTHROPIC_API_KEY",
+                missing="the Anthropic model provider needs an API key: set "
+                "ANTHROPIC_API_KEY or pass api_key=secret('NAME')",
+            )
             client = anthropic.AsyncAnthropic(
                 base_url=base_url or endpoint.anthropic_base_url or None,
                 api_key=key,

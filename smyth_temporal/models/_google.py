@@ -43,10 +43,9 @@ import pydantic
 import structlog
 from temporalio.exceptions import ApplicationError
 
-from smyth_temporal._redaction import masked_cause, register_secret
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal._redaction import masked_cause
 from smyth_temporal.models._errors import capped_delay, status_failure, to_application_error
-from smyth_temporal.models._openai import _MASKED_PLAIN_KEY_LENGTH
+from smyth_temporal.models._keys import provider_key
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
 from smyth_temporal.settings import ModelSettings
@@ -297,18 +296,14 @@ def _client(
     )
     if vertexai:
         return genai.Client(vertexai=True, project=project, location=location, http_options=options)
-    if isinstance(api_key, SecretRef):
-        key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
-    else:
-        found = endpoint.google_api_key or endpoint.gemini_api_key
-        key = api_key or (found.get_secret_value() if found is not None else None)
-        if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
-            register_secret("GOOGLE_API_KEY", key)
-    if not key:
-        raise ConfigurationError(
-            "the Google model provider needs an API key: set GOOGLE_API_KEY (or "
-            "GEMINI_API_KEY), pass api_key=secret('NAME'), or use vertexai=True"
-        )
+    key = provider_key(
+        api_key,
+        endpoint.google_api_key or endpoint.gemini_api_key,
+        secrets,
+        variable="GOOGLE_API_KEY",
+        missing="the Google model provider needs an API key: set GOOGLE_API_KEY (or "
+        "GEMINI_API_KEY), pass api_key=secret('NAME'), or use vertexai=True",
+    )
     return genai.Client(api_key=key, http_options=options)
 
 

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from smyth_temporal._redaction import masked_cause, register_secret
-from smyth_temporal.exceptions import ConfigurationError
+from smyth_temporal._redaction import masked_cause
+from smyth_temporal.models._keys import provider_key
 from smyth_temporal.models._openai_response import (
     FINAL_ANSWER_TOOL,
     StreamedCompletion,
@@ -40,11 +40,6 @@ DEFAULT_MODEL_HTTP_TIMEOUT = 120.0
 
 _CHUNKS_BETWEEN_YIELDS = 64
 """Streamed chunks handled between two turns of the event loop (about 5 ms of work)."""
-
-_MASKED_PLAIN_KEY_LENGTH = 12
-"""A key given as a plain string is masked in logs only from this length: endpoints
-without keys take placeholders ("ollama", "EMPTY", "sk-test") that masking would cut
-out of ordinary text. Keys given as ``secret(...)`` are always masked."""
 
 
 class OpenAIProvider:
@@ -219,19 +214,14 @@ def openai_client(
     from openai import AsyncOpenAI
 
     endpoint = ModelSettings.load()
-    if isinstance(api_key, SecretRef):
-        # resolve() registers the value for masking itself.
-        key: str | None = (secrets or Secrets.from_env()).resolve(api_key)
-    else:
-        found = endpoint.openai_api_key
-        key = api_key or (found.get_secret_value() if found is not None else None)
-        if key and len(key) >= _MASKED_PLAIN_KEY_LENGTH:
-            register_secret("OPENAI_API_KEY", key)
-    if not key:
-        raise ConfigurationError(
-            "the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "
-            "(any value for endpoints without keys) or choose another provider"
-        )
+    key = provider_key(
+        api_key,
+        endpoint.openai_api_key,
+        secrets,
+        variable="OPENAI_API_KEY",
+        missing="the OpenAI-compatible model provider needs an API key: set OPENAI_API_KEY "
+        "(any value for endpoints without keys) or choose another provider",
+    )
     return AsyncOpenAI(
         base_url=base_url or endpoint.openai_base_url or None,
         api_key=key,
