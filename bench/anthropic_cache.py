@@ -29,6 +29,7 @@ import asyncio
 import statistics
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
@@ -82,26 +83,31 @@ async def run(
     script = Script(turns)
     async with FakeAnthropicServer(respond=script) as fake:
         provider = AnthropicProvider(base_url=fake.base_url, api_key="bench", caching=caching)
-        routes = ProviderPrefixes(provider, {"anthropic": provider})
-        env = await start_dev_environment()
-        async with env:
-            task_queue = f"bench-cache-{uuid.uuid4().hex[:6]}"
-            agents = AgentClient(env.client, task_queue=task_queue)
-            async with agent_worker(env.client, agent, model=routes, task_queue=task_queue):
-                run_id = f"bench-cache-{uuid.uuid4().hex[:8]}"
-                result = await agents.run(agent, "Check the quotes, one per turn.", id=run_id)
-                count = await env.client.count_workflows(f"WorkflowId = '{run_id}'")
-        if result.status != "completed":
-            raise SystemExit(f"the agent ended {result.status}: {result.output}")
-        return fake.reports, script.summaries, count.count
+        runs = await run_agent(agent, ProviderPrefixes(provider, {"anthropic": provider}))
+        return fake.reports, script.summaries, runs
 
 
-def summary(reports: list[CacheReport]) -> tuple[int, float, float]:
-    """Input tokens, cache-read share after the first call, cost at Sonnet's prices."""
+async def run_agent(agent: type[AgentWorkflow], model: ProviderPrefixes) -> int:
+    """Run ``agent`` to its end on a dev server of its own; the number of its runs."""
+    env = await start_dev_environment()
+    async with env:
+        task_queue = f"bench-cache-{uuid.uuid4().hex[:6]}"
+        agents = AgentClient(env.client, task_queue=task_queue)
+        async with agent_worker(env.client, agent, model=model, task_queue=task_queue):
+            run_id = f"bench-cache-{uuid.uuid4().hex[:8]}"
+            result = await agents.run(agent, "Check the quotes, one per turn.", id=run_id)
+            count = await env.client.count_workflows(f"WorkflowId = '{run_id}'")
+    if result.status != "completed":
+        raise SystemExit(f"the agent ended {result.status}: {result.output}")
+    return count.count
+
+
+def summary(reports: list[CacheReport], price: Price = SONNET) -> tuple[int, float, float]:
+    """Input tokens, cache-read share after the first call, cost at ``price``."""
     later = reports[1:]
     share = sum(r.cache_read_input_tokens for r in later) / sum(r.prompt_tokens for r in later)
     cost = sum(
-        SONNET.cost(
+        price.cost(
             Usage(
                 input_tokens=r.prompt_tokens,
                 cached_tokens=r.cache_read_input_tokens,
@@ -114,35 +120,69 @@ def summary(reports: list[CacheReport]) -> tuple[int, float, float]:
     return sum(r.prompt_tokens for r in reports), share, cost
 
 
+OVERHEAD_REQUEST = ModelRequest(
+    model="claude-test",
+    messages=[
+        Message.system("You analyse markets. " * 40),
+        *(Message.user(f"Question {i}: how is ACME?") for i in range(20)),
+    ],
+    tools=[{"type": "function", "function": {"name": "get_quote", "parameters": {}}}],
+)
+"""The request the overhead is measured with: a 20-message conversation with a tool."""
+
+
 async def overhead(rounds: int) -> tuple[float, float]:
     """Median seconds of one call through ``AnthropicProvider`` and through the bare SDK.
 
-    The same request each time (a 20-message conversation with a tool), alternating,
-    against the fake; the bare SDK call gets the parameters the provider would send.
+    The same request each time, alternating, against the fake; the bare SDK call gets
+    the parameters the provider would send.
     """
     turn = anthropic_turn("ACME is at 101.5.")
     async with FakeAnthropicServer(respond=lambda _: turn) as fake:
         provider = AnthropicProvider(base_url=fake.base_url, api_key="bench")
         client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key="bench", max_retries=0)
-        request = ModelRequest(
-            model="claude-test",
-            messages=[
-                Message.system("You analyse markets. " * 40),
-                *(Message.user(f"Question {i}: how is ACME?") for i in range(20)),
-            ],
-            tools=[{"type": "function", "function": {"name": "get_quote", "parameters": {}}}],
+        params = provider.params(OVERHEAD_REQUEST)
+        return await alternating(
+            lambda: provider.complete(OVERHEAD_REQUEST),
+            lambda: client.messages.create(**params),
+            rounds,
         )
-        params = provider.params(request)
-        ours: list[float] = []
-        bare: list[float] = []
-        for _ in range(rounds):
+
+
+async def alternating(
+    ours: Callable[[], Awaitable[object]], bare: Callable[[], Awaitable[object]], rounds: int
+) -> tuple[float, float]:
+    """Median seconds of ``ours`` and of ``bare``, called one after the other ``rounds`` times.
+
+    Which goes first changes every round, so neither always pays for the other's garbage.
+    """
+    times: tuple[list[float], list[float]] = ([], [])
+    pairs = [(ours, times[0]), (bare, times[1])]
+    for round_ in range(rounds):
+        for call, spent in pairs if round_ % 2 == 0 else pairs[::-1]:
             started = time.perf_counter()
-            await provider.complete(request)
-            ours.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            await client.messages.create(**params)
-            bare.append(time.perf_counter() - started)
-        return statistics.median(ours), statistics.median(bare)
+            await call()
+            spent.append(time.perf_counter() - started)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def print_runs(
+    name: str,
+    cached: list[CacheReport],
+    plain: list[CacheReport],
+    summaries: int,
+    runs: int,
+    price: Price = SONNET,
+) -> None:
+    """One agent's runs with and without caching: tokens, cache-read share, cost."""
+    print(f"{name} ({len(cached)} calls, {summaries} summary calls, {runs} workflow runs):")
+    with_cache, without = summary(cached, price), summary(plain, price)
+    for label, (tokens, share, cost) in [("caching", with_cache), ("no caching", without)]:
+        print(
+            f"  {label:>10}: {tokens} input tokens, cache-read share after the first call "
+            f"{share:.3f}, cost ${cost:.4f}"
+        )
+    print(f"  cost with caching / without: {with_cache[2] / without[2]:.3f}x")
 
 
 async def main() -> None:
@@ -154,17 +194,7 @@ async def main() -> None:
     for agent in (ClaudeAnalyst, ClaudeLongRunner):
         cached_reports, summaries, runs = await run(args.turns, caching=True, agent=agent)
         plain_reports, _, _ = await run(args.turns, caching=False, agent=agent)
-        cached, plain = summary(cached_reports), summary(plain_reports)
-        print(
-            f"{agent.__name__} ({len(cached_reports)} calls, {summaries} summary calls, "
-            f"{runs} workflow runs):"
-        )
-        for name, (tokens, share, cost) in [("caching", cached), ("no caching", plain)]:
-            print(
-                f"  {name:>10}: {tokens} input tokens, cache-read share after the first call "
-                f"{share:.3f}, cost ${cost:.4f}"
-            )
-        print(f"  cost with caching / without: {cached[2] / plain[2]:.3f}x")
+        print_runs(agent.__name__, cached_reports, plain_reports, summaries, runs)
     ours, bare = await overhead(args.overhead_rounds)
     print(
         f"per call, median of {args.overhead_rounds}: AnthropicProvider {ours * 1000:.2f} ms, "
