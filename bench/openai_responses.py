@@ -29,7 +29,6 @@ import openai
 
 from smyth_temporal import configure_logging
 from smyth_temporal.models import OpenAIResponsesProvider
-from smyth_temporal.models._openai_responses import params
 from smyth_temporal.testing import FakeOpenAIServer, responses_answer
 from smyth_temporal.types.messages import Message, Usage
 from smyth_temporal.types.model import ModelRequest
@@ -55,14 +54,14 @@ async def overhead(rounds: int, *, stream: bool) -> tuple[float, float]:
         provider = OpenAIResponsesProvider(base_url=fake.base_url, api_key="bench")
         client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="bench", max_retries=0)
         request = ModelRequest(
-            model="gpt-test",
+            model="gpt-5-bench",
             messages=[
                 Message.system("You analyse markets. " * 40),
                 *(Message.user(f"Question {i}: how is ACME?") for i in range(20)),
             ],
             tools=[TOOL],
         )
-        wire = params(request)
+        wire = provider.params(request)
 
         async def ours() -> None:
             if stream:
@@ -113,7 +112,7 @@ async def cache_share(turns: int) -> tuple[int, float]:
                     reasoning=f"Step {step}: the quote may have moved.",
                 )
             )
-            request = ModelRequest(model="gpt-test", messages=messages, tools=[TOOL], step=step)
+            request = ModelRequest(model="gpt-5-bench", messages=messages, tools=[TOOL], step=step)
             response = await provider.complete(request)
             usages.append(response.usage)
             messages.append(response.message)

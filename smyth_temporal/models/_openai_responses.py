@@ -3,13 +3,16 @@
 The same ``openai`` client, key and error classification as the chat-completions
 provider (``OpenAIProvider``); what the Responses API adds, kept here:
 
-* **Reasoning items.** Requests are stateless (``store=False``) and ask for
-  ``include=["reasoning.encrypted_content"]``: the model's reasoning comes back as
-  ``reasoning`` items with encrypted content, kept in the assistant message's
-  ``provider_items`` and sent back unchanged before the message's text and calls,
-  so a reasoning model keeps its reasoning across tool calls without the server
-  storing the conversation. A reasoning item with nothing after it (an empty answer)
-  is left out, as the API refuses it.
+* **Reasoning items.** Requests are stateless (``store=False``); a reasoning model's
+  ask for ``include=["reasoning.encrypted_content"]`` (other models refuse it, so
+  only models that reason do: ``is_reasoning_model``, or the provider's
+  ``reasoning=``, or a request whose settings ask for reasoning). The model's reasoning
+  comes back as ``reasoning`` items with encrypted content, kept in the assistant
+  message's ``provider_items`` and sent back unchanged before the message's text and
+  calls, so the model keeps its reasoning across tool calls without the server
+  storing the conversation. Left out, as the API would refuse them: a reasoning item
+  with nothing after it (an empty answer), and one without encrypted content while
+  ``store`` is off (it names an item the server never stored).
 * **Items.** Messages become input items; tool calls become ``function_call`` items
   and their results ``function_call_output`` items, with the ids the model gave.
   Tools are sorted by name so the prompt's prefix is the same from step to step and
@@ -28,7 +31,8 @@ provider (``OpenAIProvider``); what the Responses API adds, kept here:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from temporalio.exceptions import ApplicationError
@@ -45,7 +49,7 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
     from openai.types.responses import Response
 
-__all__ = ["OpenAIResponsesProvider"]
+__all__ = ["OpenAIResponsesProvider", "is_reasoning_model"]
 
 _ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -58,8 +62,20 @@ _RENAMED_SETTINGS = {
     "max_completion_tokens": "max_output_tokens",
 }
 
+# o1, o3, o4-mini, gpt-5, gpt-5-mini, codex-mini: OpenAI's models that reason;
+# gpt-5-chat does not (it refuses encrypted reasoning, as gpt-4o and gpt-4.1 do).
+_REASONING_MODEL = re.compile(r"(?:o\d|gpt-5(?!-chat)|codex)")
+
 # Why a response stopped early, in the chat-completions words the rest of the SDK reads.
 _INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether OpenAI's ``model`` reasons: the o-series, gpt-5 (not gpt-5-chat), codex.
+
+    Added in 0.10.0.
+    """
+    return _REASONING_MODEL.match(model) is not None
 
 
 class OpenAIResponsesProvider:
@@ -80,6 +96,7 @@ class OpenAIResponsesProvider:
         timeout: float = DEFAULT_MODEL_HTTP_TIMEOUT,
         client: AsyncOpenAI | None = None,
         secrets: Secrets | None = None,
+        reasoning: bool | Callable[[str], bool] = is_reasoning_model,
     ) -> None:
         """Configure the provider; the key is checked now, so a worker fails at start.
 
@@ -90,6 +107,10 @@ class OpenAIResponsesProvider:
             timeout: Seconds per HTTP request.
             client: A ready client (its retry setting is left as the caller made it).
             secrets: What resolves a ``secret("NAME")`` key (default: ``Secrets.from_env()``).
+            reasoning: Which models reason, so that their requests ask for the encrypted
+                reasoning to carry between turns: a test of the model name (default:
+                ``is_reasoning_model``; give your own for deployments named otherwise,
+                as Azure's are), or ``True``/``False`` for every model.
 
         Raises:
             ConfigurationError: No key given and ``OPENAI_API_KEY`` is not set, or
@@ -100,6 +121,15 @@ class OpenAIResponsesProvider:
                 base_url=base_url, api_key=api_key, timeout=timeout, secrets=secrets
             )
         self._client = client
+        self._reasoning = reasoning
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        """The Responses API parameters this provider sends for ``request``."""
+        reasons = self._reasoning
+        if callable(reasons):
+            reasons = reasons(request.model)
+        asked = "reasoning" in request.settings or "reasoning_effort" in request.settings
+        return params(request, encrypted_reasoning=reasons or asked)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one Responses request.
@@ -112,7 +142,7 @@ class OpenAIResponsesProvider:
         from smyth_temporal.models._errors import to_application_error
 
         try:
-            response = await self._client.responses.create(**params(request))
+            response = await self._client.responses.create(**self.params(request))
         except openai.OpenAIError as exc:
             raise to_application_error(exc) from masked_cause(exc)
         return to_model_response(response, request)
@@ -133,7 +163,7 @@ class OpenAIResponsesProvider:
 
         final: Response | None = None
         try:
-            stream = await self._client.responses.create(**params(request), stream=True)
+            stream = await self._client.responses.create(**self.params(request), stream=True)
             async with stream:
                 received = 0
                 async for event in stream:
@@ -158,8 +188,14 @@ class OpenAIResponsesProvider:
         return to_model_response(final, request)
 
 
-def params(request: ModelRequest) -> dict[str, Any]:
-    """The Responses API parameters for ``request``."""
+def params(request: ModelRequest, *, encrypted_reasoning: bool = True) -> dict[str, Any]:
+    """The Responses API parameters for ``request``.
+
+    Args:
+        request: The request.
+        encrypted_reasoning: Ask for the reasoning's encrypted content (models that do
+            not reason refuse the request that asks).
+    """
     wire: dict[str, Any] = {}
     for name, value in request.settings.items():
         if name == "reasoning_effort":
@@ -171,9 +207,10 @@ def params(request: ModelRequest) -> dict[str, Any]:
     wire.setdefault("store", False)
     given = wire.get("include") or []
     include = [given] if isinstance(given, str) else list(given)
-    if _ENCRYPTED_REASONING not in include:
+    if encrypted_reasoning and _ENCRYPTED_REASONING not in include:
         include.append(_ENCRYPTED_REASONING)
-    wire["include"] = include
+    if include:
+        wire["include"] = include
     tools = sorted((_to_tool(t) for t in request.tools), key=lambda t: str(t["name"]))
     if tools:
         wire["tools"] = tools
@@ -187,12 +224,18 @@ def params(request: ModelRequest) -> dict[str, Any]:
         }
         wire["text"] = text
     wire["model"] = request.model
-    wire["input"] = to_items(request.messages)
+    wire["input"] = to_items(request.messages, stored=bool(wire["store"]))
     return wire
 
 
-def to_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Messages as Responses input items, in order."""
+def to_items(messages: Sequence[Message], *, stored: bool = False) -> list[dict[str, Any]]:
+    """Messages as Responses input items, in order.
+
+    Args:
+        messages: The conversation.
+        stored: The request has ``store`` on: the server keeps the items it gives out,
+            so reasoning items without encrypted content may name them.
+    """
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool":
@@ -204,13 +247,13 @@ def to_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 }
             )
         elif message.role == "assistant":
-            items.extend(_assistant_items(message))
+            items.extend(_assistant_items(message, stored))
         else:
             items.append({"role": message.role, "content": message.content or ""})
     return items
 
 
-def _assistant_items(message: Message) -> list[dict[str, Any]]:
+def _assistant_items(message: Message, stored: bool) -> list[dict[str, Any]]:
     said: list[dict[str, Any]] = []
     if message.content:
         said.append({"role": "assistant", "content": message.content})
@@ -226,7 +269,11 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     if not said:
         return []  # reasoning alone is refused: it must lead to an item
     # Reasoning first, exactly as received: what the model thought before it answered.
-    reasoning = [dict(i) for i in message.provider_items if i.get("type") == "reasoning"]
+    reasoning = [
+        dict(item)
+        for item in message.provider_items
+        if item.get("type") == "reasoning" and (stored or item.get("encrypted_content"))
+    ]
     return [*reasoning, *said]
 
 

@@ -530,7 +530,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _responses(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
         refusal = fake._responses.refusal(request.json)
         if refusal is not None:
-            self._send(error_response(400, refusal, code="invalid_encrypted_content"))
+            status, message, code = refusal
+            self._send(error_response(status, message, code=code))
             return
         response = self._scripted(fake, _RESPONSES_PATH)
         if response is None:

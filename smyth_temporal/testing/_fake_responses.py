@@ -8,7 +8,8 @@ finishes it from the request the way the API would:
   this server. A request that sends back a reasoning item the server did not issue,
   or one altered, gets the API's 400 (``invalid_encrypted_content``), and so does a
   reasoning item without the item it led to after it (the API's "provided without
-  its required following item").
+  its required following item"); one without encrypted content, while ``store`` is
+  off, names an item the server never stored: 404.
 * **Prompt caching** as OpenAI documents it: the prompt (tools, instructions, then
   the input items) is cached by prefix, per model, after each request; a later
   request reads the longest cached prefix ending at an item boundary, counted from
@@ -122,16 +123,27 @@ class ResponsesLedger:
         self._lock = threading.Lock()
         self._cached: set[tuple[str, str]] = set()  # (model, prefix digest)
 
-    def refusal(self, request: Any) -> str | None:
-        """Why the API would refuse ``request``'s reasoning items (``None``: it would not)."""
+    def refusal(self, request: Any) -> tuple[int, str, str] | None:
+        """How the API would refuse ``request``'s reasoning items: status, message, code.
+
+        ``None``: it would not. A reasoning item without encrypted content names an item
+        the server stored, which it did not (``store`` false): 404.
+        """
         items = request.get("input") if isinstance(request, dict) else None
         if not isinstance(items, list):
             return None
         for index, item in enumerate(items):
             if not isinstance(item, dict) or item.get("type") != "reasoning":
                 continue
+            if item.get("encrypted_content") is None and not request.get("store"):
+                message = (
+                    f"Item with id '{item.get('id')}' not found. Items are not persisted "
+                    "when `store` is set to false."
+                )
+                return 404, message, "item_not_found"
             if item.get("encrypted_content") != self._seal(item):
-                return f"The encrypted content for item {item.get('id')} could not be verified."
+                message = f"The encrypted content for item {item.get('id')} could not be verified."
+                return 400, message, "invalid_encrypted_content"
             following = next(
                 (
                     i
@@ -141,10 +153,11 @@ class ResponsesLedger:
                 None,
             )
             if following is None or not _produced(following):
-                return (
+                message = (
                     f"Item '{item.get('id')}' of type 'reasoning' was provided without "
                     "its required following item."
                 )
+                return 400, message, "invalid_request_error"
         return None
 
     def finish(self, body: dict[str, Any], request: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal import AgentClient
 from smyth_temporal.models import OpenAIResponsesProvider, default_provider
+from smyth_temporal.models._openai_responses import is_reasoning_model
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import (
     FakeOpenAIServer,
@@ -59,7 +60,7 @@ def provider(fake: FakeOpenAIServer) -> OpenAIResponsesProvider:
 def request(*messages: Message, step: int = 0, **settings: object) -> ModelRequest:
     prompt = [Message.system(INSTRUCTIONS), Message.user("Quote ACME"), *messages]
     return ModelRequest(
-        model="gpt-test",
+        model="gpt-5-test",
         messages=prompt,
         tools=[QUOTE_TOOL, NOTE_TOOL],
         step=step,
@@ -277,6 +278,45 @@ def test_chat_settings_are_translated_and_a_typed_answer_asks_for_its_schema() -
     }
 
 
+@pytest.mark.parametrize(
+    ("model", "reasons"),
+    [
+        ("gpt-5", True),
+        ("gpt-5-mini-2025-08-07", True),
+        ("o3", True),
+        ("o4-mini", True),
+        ("codex-mini-latest", True),
+        ("gpt-5-chat-latest", False),
+        ("gpt-4o", False),
+        ("gpt-4.1-mini", False),
+        ("omni-moderation-latest", False),
+    ],
+)
+def test_only_models_that_reason_ask_for_encrypted_reasoning(model: str, reasons: bool) -> None:
+    # A model that does not reason refuses a request that asks ("Encrypted content is
+    # not supported with this model"): a fallback from gpt-5 to gpt-4o must not ask.
+    provider = OpenAIResponsesProvider(api_key="sk-test")
+    asking = request().model_copy(update={"model": model})
+    assert ("include" in provider.params(asking)) is reasons
+    assert is_reasoning_model(model) is reasons
+    # Settings that ask for reasoning say the model reasons, whatever its name.
+    told = asking.model_copy(update={"settings": {"reasoning_effort": "low"}})
+    assert provider.params(told)["include"] == ["reasoning.encrypted_content"]
+
+
+async def test_reasoning_without_encrypted_content_is_not_sent_back_when_nothing_is_stored(
+    fake: FakeOpenAIServer,
+) -> None:
+    provider = OpenAIResponsesProvider(base_url=fake.base_url, api_key="sk-test", reasoning=False)
+    first, second = await quote_then_answer(fake, provider.complete)
+
+    [item] = first.message.provider_items
+    assert item["encrypted_content"] is None
+    # Sent back, it would name an item the server never stored: a 404, the run failed.
+    assert second.message.content == "ACME trades at 42."
+    assert all(i.get("type") != "reasoning" for i in fake.requests[1].json["input"])
+
+
 def test_the_default_provider_serves_openai_responses_names_with_the_workers_key() -> None:
     routes = default_provider(ModelSettings.load(openai_api_key="sk-worker-key"))
     provider, name = routes.resolve("openai-responses:gpt-5")
@@ -297,7 +337,8 @@ async def test_an_agent_carries_reasoning_across_its_tool_call(
         ),
         responses_answer("ACME trades at 101.5"),
     )
-    provider = OpenAIResponsesProvider(base_url=fake.base_url, api_key="sk-test")
+    # The agent's model is "test-model": say it reasons.
+    provider = OpenAIResponsesProvider(base_url=fake.base_url, api_key="sk-test", reasoning=True)
     async with agent_worker(client, Analyst, model=provider, task_queue=task_queue):
         handle = await agents.start(Analyst, "Price of ACME?")
         result = await agents.result(handle.id)
