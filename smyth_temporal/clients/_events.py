@@ -16,7 +16,11 @@ A streamed turn's text is not in the run's stream: its ``turn_started`` names th
 live channel (``types.live``), which the feed starts (a turn nobody reads has none) and
 follows until the channel ends, merging its ``text_delta`` events in as they come. The
 turn's ``message`` event (and whatever follows it) waits for the channel's last delta,
-so a reader always gets the text before the message it adds up to.
+so a reader always gets the text before the message it adds up to. That wait is one
+read: once the message is in, all its text is in the channel, so the feed reads the
+rest at once instead of waiting for the closed channel to end its poll. The turns a
+feed reads back only to find the one its reader resumes in are over for that reader:
+their channels are not read at all.
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ _LIVE_RETRIES = 5
 _LIVE_RETRY = 0.1
 """Seconds before reading a lost live channel again (doubling with each try)."""
 
+_CHANNEL_END = 2**62
+"""An offset past any channel's end: a drain reads everything from where it is."""
+
 _log = structlog.get_logger("smyth_temporal.client")
 
 
@@ -85,11 +92,23 @@ class Feed:
     """
 
     def __init__(
-        self, client: Client, workflow_id: str, start: int, reader: StreamReader | None = None
+        self,
+        client: Client,
+        workflow_id: str,
+        start: int,
+        reader: StreamReader | None = None,
+        *,
+        after: int | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.start = start
         self.readers = 0
+        self.after = start - 1 if after is None else after
+        """The first reader's offset: a turn whose message is at or before it is over
+        for that reader, so its live channel is not read (its text would be skipped)."""
+        self.skipped_through = -1
+        """The latest message whose live channel was not read: a reader resuming before
+        it needs a reading of its own."""
         self._client = client
         self._events: list[AgentEvent] = []
         self._offsets: list[int] = []
@@ -272,6 +291,11 @@ class Feed:
             ended = list(self._channels)
         elif isinstance(event, MessageCompleted | TurnFinished) and event.message_id:
             ended = [event.message_id] if event.message_id in self._channels else []
+            if ended and event.offset <= self.after:
+                # A turn read back for the lookback only: every reader skips its text.
+                self._channels.pop(event.message_id).cancel()
+                self.skipped_through = max(self.skipped_through, event.offset)
+                return
         else:
             return
         for message_id in ended:
@@ -313,6 +337,8 @@ class _LiveChannel:
         self._text = TextAssembler()  # what readers were told of the message
         self._attempt: int | None = None  # the latest attempt whose text came
         self._next = 0  # the channel's next offset to read
+        self._closing: asyncio.Task[None] | None = None  # a close sent after the last read
+        self._started = False  # this feed started the channel (it came before the turn ended)
         self.task = asyncio.create_task(self._follow())
 
     def cancel(self) -> None:
@@ -325,16 +351,61 @@ class _LiveChannel:
         wait = LIVE_DRAIN.total_seconds()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ready.wait(), wait)  # not closed before it starts
-            # The model call is over, its last batch sent: the channel can end (the call
-            # closed it already unless it ended before this feed started the channel).
-            with contextlib.suppress(RPCError):
-                await close_channel(self._client, self._target.workflow_id)
-            await asyncio.wait_for(asyncio.shield(self.task), wait)
+            if (isinstance(end, MessageCompleted) or not self._started) and await self._drained():
+                # Read to its end already: closing it is for the channel's sake only.
+                if self._started:
+                    self._closing = asyncio.create_task(self._close())
+            else:
+                # The model call is over, its last batch sent: the channel can end (the
+                # call closed it already unless it ended before this feed started it).
+                await self._close()
+                await asyncio.wait_for(asyncio.shield(self.task), wait)
         self.task.cancel()
         if isinstance(end, MessageCompleted) and self._attempt is not None:
             told = self._text.text(end.message_id or "")
             if told != (end.message.content or ""):
                 self._retell(end)
+
+    async def _drained(self) -> bool:
+        """Read what the channel holds past what came, at once; ``False`` if it cannot.
+
+        Once a turn's message is in, every batch of its text is in the channel: the
+        model call's last batch was delivered before the call returned. So one query
+        reads the rest, instead of waiting for the closed channel to end the poll in
+        flight (an update's failure, a describe, then a read of the ended run: about a
+        hundred milliseconds before the message, and with it the first text of a turn
+        whose model streams none, reached the reader).
+        """
+        if self._read:
+            return True
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task  # no item is taken after this: the query reads from ``_next``
+        reader = StreamReader(self._client, self._target.workflow_id)
+        try:
+            read = reader.read_range(self._next, _CHANNEL_END)
+            batch = await asyncio.wait_for(read, LIVE_DRAIN.total_seconds())
+        except StreamGone as exc:
+            if exc.not_found:  # no channel: nobody read the turn while it was written
+                return True
+            error: Exception = exc
+        except Exception as exc:  # not started yet, no worker: a view lost, never the feed's
+            error = exc
+        else:
+            for item in batch.items:
+                if item.topic == EVENTS_TOPIC:
+                    self._take(item)
+            self._read = True
+            return True
+        _log.info(
+            "events.live_drain_fell_back", workflow_id=self._target.workflow_id, error=str(error)
+        )
+        self.task = asyncio.create_task(self._follow())  # follow it to its end instead
+        return False
+
+    async def _close(self) -> None:
+        with contextlib.suppress(RPCError):
+            await close_channel(self._client, self._target.workflow_id)
 
     def _retell(self, end: MessageCompleted) -> None:
         """Tell the message's whole text again, after a ``text_reset``.
@@ -359,6 +430,7 @@ class _LiveChannel:
             # The feed reads the rest of its batch first: a turn over by then needs none.
             if not self._over.is_set():
                 await start_channel(self._client, self._target, self._input)
+                self._started = True
         except RPCError as exc:
             _log.warning("events.live_failed", workflow_id=self._target.workflow_id, error=str(exc))
             return
@@ -442,9 +514,11 @@ class Feeds:
         # ``turn_started`` that named the turn's live channel (readers skip the rest).
         start = max(after + 1 - _LOOKBACK, 0)
         feed = self._feeds.get(workflow_id)
-        if feed is None:
+        if feed is None or after < feed.skipped_through:
             reader = self._reader(workflow_id) if self._reader else None
-            feed = self._feeds[workflow_id] = Feed(self._client, workflow_id, start, reader)
+            feed = Feed(self._client, workflow_id, start, reader, after=after)
+            # A reader resuming in a turn whose text the shared feed skipped reads alone.
+            self._feeds.setdefault(workflow_id, feed)
         feed.readers += 1
         try:
             # A reader further back than the feed has read: the feed reads back once.

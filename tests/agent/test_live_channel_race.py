@@ -43,7 +43,14 @@ from smyth_temporal._live import close_channel
 from smyth_temporal.activities._stream import DeltaPublisher
 from smyth_temporal.agent.live import LiveChannel
 from smyth_temporal.clients import _events
-from smyth_temporal.types import AgentEvent, MessageCompleted, TextAssembler, TextDelta, TextReset
+from smyth_temporal.types import (
+    AgentEvent,
+    MessageCompleted,
+    TextAssembler,
+    TextDelta,
+    TextReset,
+    TurnFinished,
+)
 from smyth_temporal.types.events import parse_event
 from smyth_temporal.types.live import (
     LIVE_CLOSE_SIGNAL,
@@ -174,10 +181,14 @@ def reader_client(client: Client, polls: HeldPolls) -> Client:
     return Client(**config)
 
 
-async def race_the_close(client: Client, task_queue: str) -> list[AgentEvent]:
+async def race_the_close(
+    client: Client, task_queue: str, *, message: bool = False
+) -> list[AgentEvent]:
     """Stream FIRST, then LAST and the close into a workflow task a late close fails.
 
-    Returns what a feed's follower of the channel handed on, the turn's message last.
+    Returns what a feed's follower of the channel handed on when the turn ended: by
+    its message (``message``; the follower reads the rest at once), or otherwise (an
+    interrupt, say: it reads the channel to its end).
     """
     target = LiveTarget(
         workflow_id=live_workflow_id(f"agent-{task_queue}", MESSAGE_ID), task_queue=task_queue
@@ -220,14 +231,19 @@ async def race_the_close(client: Client, task_queue: str) -> list[AgentEvent]:
 
     # That task ends the channel; a second close (the reader's, say) comes meanwhile.
     close = Gate(takes_close_and_poll)
-    message = Message(role="assistant", content=FIRST + LAST, step=2)
+    said = Message(role="assistant", content=FIRST + LAST, step=2)
+    end: AgentEvent = (
+        MessageCompleted(message=said, message_id=MESSAGE_ID, step=2)
+        if message
+        else TurnFinished(message_id=MESSAGE_ID, step=2)
+    )
     async with Worker(
         client, task_queue=task_queue, workflows=[LiveChannel], workflow_runner=HeldRunner(close)
     ):
         await close.wait_entered()
         await close_channel(client, target.workflow_id)
         close.opened.set()
-        await follower.finish(MessageCompleted(message=message, message_id=MESSAGE_ID, step=2))
+        await follower.finish(end)
     history = await client.get_workflow_handle(target.workflow_id).fetch_history()
     failed = [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")]
     assert failed, "the race did not happen: no workflow task of the channel failed"
@@ -253,12 +269,29 @@ async def test_a_reader_gets_the_last_batch_when_a_late_close_fails_the_channels
     assert "events.live_retried" in [log["event"] for log in logs]
 
 
+async def test_a_message_reads_the_channels_rest_at_once_without_waiting_for_its_end(
+    client: Client, task_queue: str
+) -> None:
+    # The message is in, so every batch is in the channel: one read takes the rest,
+    # and the poll the late close fails is not waited for (nor read again).
+    with capture_logs() as logs:
+        events = await race_the_close(client, task_queue, message=True)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [FIRST, LAST]
+    assert not [e for e in events if isinstance(e, TextReset)]
+    assert "events.live_retried" not in [log["event"] for log in logs]
+
+
 async def test_a_reader_that_loses_the_channel_gets_the_whole_message_after_a_reset(
     client: Client, task_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_events, "_LIVE_RETRIES", 0)  # the read is lost for good
+
+    async def unread(self: _events._LiveChannel) -> bool:
+        return False  # and the rest cannot be read at once either (no worker answers)
+
+    monkeypatch.setattr(_events._LiveChannel, "_drained", unread)
     with capture_logs() as logs:
-        events = await race_the_close(client, task_queue)
+        events = await race_the_close(client, task_queue, message=True)
     # Never cut short in silence: the text so far is void, then the whole message.
     assert [e.kind for e in events] == ["text_delta", "text_reset", "text_delta"]
     assert text(events) == FIRST + LAST

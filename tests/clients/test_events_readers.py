@@ -9,16 +9,25 @@ now read by query: however many there are, the run takes its updates.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    QueryWorkflowInput,
+    SignalWorkflowInput,
+    StartWorkflowUpdateInput,
+)
 
 from smyth_temporal import AgentClient, AgentInput, ApprovalDecision
 from smyth_temporal.clients import _events
-from smyth_temporal.testing import agent_worker, reply, tool_call
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types import AgentEvent, TextDelta, TextReset, TurnStarted, session_workflow_id
 from tests.agent.test_events import ANSWER, collect
 from tests.helpers.live_agents import GatedModel, Operator
@@ -110,3 +119,56 @@ async def test_a_turn_whose_provider_cannot_stream_is_not_held_back(
     assert [e for e in events if isinstance(e, TurnStarted) and e.live]
     assert not [e for e in events if isinstance(e, TextDelta)]
     assert events[-1].kind == "run_finished" and events[-1].output == ANSWER
+
+
+class _Calls(Interceptor):
+    """Counts the calls a client makes, by workflow id (queries, updates and signals)."""
+
+    def __init__(self) -> None:
+        self.by_workflow: Counter[str] = Counter()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _Counting(next, self.by_workflow)
+
+
+class _Counting(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, calls: Counter[str]) -> None:
+        super().__init__(next)
+        self.calls = calls
+
+    async def query_workflow(self, input: QueryWorkflowInput) -> Any:
+        self.calls[input.id] += 1
+        return await super().query_workflow(input)
+
+    async def start_workflow_update(self, input: StartWorkflowUpdateInput) -> Any:
+        self.calls[input.id] += 1
+        return await super().start_workflow_update(input)
+
+    async def signal_workflow(self, input: SignalWorkflowInput) -> None:
+        self.calls[input.id] += 1
+        await super().signal_workflow(input)
+
+
+async def test_a_turn_over_before_the_readers_offset_costs_its_live_channel_no_call(
+    client: Client, task_queue: str, ledger: Path
+) -> None:
+    # A reader of the next reply reads a few events back (to find a turn it resumes
+    # in): the turns there are over for it, their text skipped. Reading their channels
+    # (a closed channel's read replays it on a worker) only delayed the reply.
+    calls = _Calls()
+    config = client.config()
+    config["interceptors"] = [*config["interceptors"], calls]
+    agents = AgentClient(Client(**config), task_queue=task_queue)
+    model = ScriptedModel([reply(ANSWER), reply("Bye now.")], piece_delay=0.01)
+    async with agent_worker(client, Operator, model=model, task_queue=task_queue):
+        first = [c async for c in agents.send(Operator, "s-skip", "How is ACME?", stream=True)]
+        session = session_workflow_id("Operator", "default", "s-skip")
+        channels = {workflow_id for workflow_id in calls.by_workflow if workflow_id != session}
+        assert channels, "the first reply was not read from a live channel"
+        calls.by_workflow.clear()
+        second = [c async for c in agents.send(Operator, "s-skip", "Thanks", stream=True)]
+    assert "".join(c.text for c in first) == ANSWER
+    assert "".join(c.text for c in second) == "Bye now."
+    assert {workflow_id: calls.by_workflow[workflow_id] for workflow_id in channels} == {
+        workflow_id: 0 for workflow_id in channels
+    }
