@@ -18,7 +18,6 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smyth_temporal.agent.memory import _lineage
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager, QdrantServerStore
 from smyth_temporal.memory._store import MemoryStore
 from smyth_temporal.types.agent import ForkOrigin
@@ -75,7 +74,7 @@ def origin(run: str, parents: dict[str, tuple[str, int]]) -> ForkOrigin | None:
 def view_of(run: str, parents: dict[str, tuple[str, int]]) -> MemoryView | None:
     """What ``AgentMemory.view`` gives the run (``None``: an ordinary run)."""
     fork_of = origin(run, parents)
-    return None if fork_of is None else MemoryView(branch=run, lineage=_lineage(fork_of))
+    return None if fork_of is None else MemoryView.of_fork(run, fork_of)
 
 
 def provenance(writer: str, step: int, parents: dict[str, tuple[str, int]]) -> Provenance:
