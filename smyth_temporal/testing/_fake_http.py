@@ -64,15 +64,17 @@ class Exchange:
         self.request = request
 
     def send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        """Answer with a JSON body (``None``: an empty one) and extra headers."""
+        """Answer with a JSON body (``None``: an empty one); ``headers`` override the defaults."""
         data = b"" if body is None else json.dumps(body).encode()
+        defaults = {"Content-Type": "application/json"} if body is not None else {}
+        self.send(status, data, {**defaults, **(headers or {})})
+
+    def send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+        """Answer with ``data`` and exactly these headers (and its ``Content-Length``)."""
         handler = self._handler
         try:
             handler.send_response(status)
-            if body is not None:
-                handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
+            for name, value in {"Content-Length": str(len(data)), **headers}.items():
                 handler.send_header(name, value)
             handler.end_headers()
             handler.wfile.write(data)
@@ -84,10 +86,10 @@ class Exchange:
         """Open a server-sent event stream (chunked: its length is not known)."""
         handler = self._handler
         handler.send_response(status)
-        handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        for name, value in (headers or {}).items():
+        sent = {"Content-Type": "text/event-stream; charset=utf-8", **(headers or {})}
+        sent["Transfer-Encoding"] = "chunked"
+        for name, value in sent.items():
             handler.send_header(name, value)
-        handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
 
     def event(self, data: str, name: str | None = None) -> None:

@@ -31,23 +31,19 @@ and runs in a daemon thread next to any event loop.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import collections
 import hashlib
 import json
 import struct
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
+from smyth_temporal.testing._fake_http import Exchange, FakeHTTPServer, RecordedRequest
 from smyth_temporal.testing._fake_responses import ResponsesLedger, plan_responses_stream
 from smyth_temporal.testing._fake_stream import StreamPlan, plan_stream
 
@@ -100,39 +96,6 @@ class FakeResponse:
     first_token_delay: float = 0.0
     drop_after: int | None = None
     piece_chars: int | None = None
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """A request the fake server received.
-
-    Attributes:
-        method: The HTTP method, such as ``"POST"``.
-        path: The request target as sent, such as ``"/v1/chat/completions"`` (with the
-            query string, if any).
-        headers: The request headers, names lowercased (HTTP header names are
-            case-insensitive, so lowercasing makes lookups predictable); repeated
-            headers are joined with ``", "``.
-        json: The decoded JSON body, or ``None`` if the body was empty or not JSON.
-        body: The raw body bytes.
-        received_at: When the request arrived, in ``time.monotonic()`` seconds, so
-            tests can measure gaps between attempts (retry backoff).
-    """
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    json: Any
-    body: bytes
-    received_at: float
-
-    @property
-    def streamed(self) -> bool:
-        """Whether the request asked for a streamed answer (``"stream": true``).
-
-        Added in 0.3.0.
-        """
-        return isinstance(self.json, dict) and self.json.get("stream") is True
 
 
 def chat_completion(
@@ -259,101 +222,24 @@ def fake_embedding(text: str, dimensions: int = _DEFAULT_EMBEDDING_DIMENSIONS) -
     return [_to_float32(value / norm) for value in raw]
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(FakeHTTPServer):
     """A fake OpenAI-compatible HTTP server on 127.0.0.1 and an ephemeral port.
 
     Use it as a context manager (``with`` or ``async with``) or call :meth:`start`
-    and :meth:`stop`. Point the real client at :attr:`base_url`.
+    and :meth:`stop`. Point the real client at :attr:`base_url`
+    (``http://127.0.0.1:PORT/v1``).
 
     Chat completion requests get the scripted responses in the order they were
     enqueued; with none left, the server answers 500 with an error saying so, so a
     test that under-scripts fails with a readable message. Other paths answer 404.
     """
 
+    url_suffix = "/v1"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._queue: collections.deque[FakeResponse] = collections.deque()
-        self._requests: list[RecordedRequest] = []
         self._responses = ResponsesLedger()
-        # Set on stop, so handlers sleeping through a scripted delay wake up at once
-        # instead of holding the test up.
-        self._stopping = threading.Event()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Bind the port and start serving in a daemon thread.
-
-        Raises:
-            RuntimeError: If the server was already started.
-        """
-        if self._httpd is not None or self._stopping.is_set():
-            raise RuntimeError("FakeOpenAIServer can only be started once")
-        self._httpd = _Server(("127.0.0.1", 0), _Handler, self)
-        # A short poll interval keeps stop() fast; the cost is a few idle wake-ups.
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"fake-openai-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving and close the listening socket. Safe to call more than once."""
-        self._stopping.set()
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        # shutdown() waits for the serving thread to notice; keep the loop free meanwhile.
-        await asyncio.to_thread(self.stop)
-
-    # -- addresses -------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        """The port the server listens on.
-
-        Raises:
-            RuntimeError: If the server is not running.
-        """
-        if self._httpd is None:
-            raise RuntimeError("FakeOpenAIServer is not running; call start() first")
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """The base URL to give the OpenAI client, ``http://127.0.0.1:PORT/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
 
     # -- scripting and inspection ----------------------------------------------------
 
@@ -377,133 +263,38 @@ class FakeOpenAIServer:
         with self._lock:
             return len(self._queue)
 
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """A snapshot of every request received so far, oldest first."""
-        with self._lock:
-            return list(self._requests)
-
-    # -- called from handler threads -------------------------------------------------
-
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
     def _next_response(self) -> FakeResponse | None:
         with self._lock:
             return self._queue.popleft() if self._queue else None
 
-    def _wait(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``; return False if the server stopped meanwhile."""
-        return not self._stopping.wait(seconds)
+    # -- the API's behaviour (called in handler threads) ----------------------------
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    # socketserver's default listen backlog is 5: a test firing a few dozen concurrent
-    # requests would overflow it and see connections reset.
-    request_queue_size = 128
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        fake: FakeOpenAIServer,
-    ) -> None:
-        super().__init__(address, handler)
-        self.fake = fake
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # Clients hanging up (timeouts, closed pools) are routine in tests; anything
-        # else is a bug in the fake and should be visible.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.1 keeps connections alive like a real endpoint would, so the client's
-    # connection pool is exercised too. Every response therefore sets Content-Length,
-    # or is sent chunked (streams): either way the client knows where it ends.
-    protocol_version = "HTTP/1.1"
-    # Idle keep-alive connections are closed after this many seconds, so handler
-    # threads do not linger forever after a test.
-    timeout = 30
-    # Headers and body go out in separate writes; with Nagle's algorithm on, the body
-    # waits for the client's delayed ACK and every request costs ~40 ms.
-    disable_nagle_algorithm = True
-
-    server: _Server
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_PATCH(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        # The default writes every request to stderr, which only clutters test output;
-        # the requests are recorded on the server instead.
-        pass
-
-    def _handle(self) -> None:
-        fake = self.server.fake
-        received_at = time.monotonic()
-        raw = self._read_body()
-        try:
-            decoded: Any = json.loads(raw) if raw else None
-        except ValueError:
-            decoded = None
-        headers: dict[str, str] = {}
-        for name, value in self.headers.items():
-            key = name.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        recorded = RecordedRequest(
-            method=self.command,
-            path=self.path,
-            headers=headers,
-            json=decoded,
-            body=raw,
-            received_at=received_at,
-        )
-        fake._record(recorded)
-
-        route = urlsplit(self.path).path.rstrip("/")
-        if self.command == "POST" and route == _CHAT_COMPLETIONS_PATH:
-            self._chat_completion(fake, recorded)
-        elif self.command == "POST" and route == _RESPONSES_PATH:
-            self._responses(fake, recorded)
-        elif self.command == "POST" and route == _EMBEDDINGS_PATH:
-            self._embeddings(decoded)
+    def answer(self, exchange: Exchange) -> None:
+        """Answer chat completions, responses and embeddings; anything else is a 404."""
+        request = exchange.request
+        route = urlsplit(request.path).path.rstrip("/")
+        if request.method == "POST" and route == _CHAT_COMPLETIONS_PATH:
+            self._chat_completion(exchange)
+        elif request.method == "POST" and route == _RESPONSES_PATH:
+            self._responses_answer(exchange)
+        elif request.method == "POST" and route == _EMBEDDINGS_PATH:
+            self._embeddings(exchange)
         else:
-            self._send(
+            _send(
+                exchange,
                 FakeResponse(
                     status=404,
                     body=_error_body(
-                        f"fake OpenAI server does not implement {self.command} {route}",
+                        f"fake OpenAI server does not implement {request.method} {route}",
                         "invalid_request_error",
                         "unknown_url",
                     ),
-                )
+                ),
             )
 
-    def _read_body(self) -> bytes:
-        # The openai client always sends Content-Length for JSON bodies; chunked
-        # uploads are not supported.
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _scripted(self, fake: FakeOpenAIServer, path: str) -> FakeResponse | None:
+    def _scripted(self, exchange: Exchange, path: str) -> FakeResponse | None:
         """The next scripted response, after its delay (``None``: the server stopped)."""
-        response = fake._next_response()
+        response = self._next_response()
         if response is None:
             response = FakeResponse(
                 status=500,
@@ -514,40 +305,42 @@ class _Handler(BaseHTTPRequestHandler):
                     "no_scripted_response",
                 ),
             )
-        if response.delay > 0 and not fake._wait(response.delay):
+        if response.delay > 0 and not self._wait(response.delay):
             # Stopped while waiting: hang up rather than answer a client that is gone.
-            self.close_connection = True
+            exchange.hang_up()
             return None
         return response
 
-    def _chat_completion(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
-        response = self._scripted(fake, _CHAT_COMPLETIONS_PATH)
+    def _chat_completion(self, exchange: Exchange) -> None:
+        request = exchange.request
+        response = self._scripted(exchange, _CHAT_COMPLETIONS_PATH)
         if response is None:
             return
         plan = _stream_plan(response, request.json) if request.streamed else None
-        self._answer(fake, response, plan)
+        self._answer(exchange, response, plan)
 
-    def _responses(self, fake: FakeOpenAIServer, request: RecordedRequest) -> None:
-        refusal = fake._responses.refusal(request.json)
+    def _responses_answer(self, exchange: Exchange) -> None:
+        request = exchange.request
+        refusal = self._responses.refusal(request.json)
         if refusal is not None:
             status, message, code = refusal
-            self._send(error_response(status, message, code=code))
+            _send(exchange, error_response(status, message, code=code))
             return
-        response = self._scripted(fake, _RESPONSES_PATH)
+        response = self._scripted(exchange, _RESPONSES_PATH)
         if response is None:
             return
         body = response.body
         if response.status != 200 or not isinstance(body, dict) or "output" not in body:
-            self._send(response)  # errors, and bodies that are not responses, as they are
+            _send(exchange, response)  # errors, and bodies that are not responses, as they are
             return
-        response = replace(response, body=fake._responses.finish(body, request.json))
+        response = replace(response, body=self._responses.finish(body, request.json))
         assert response.body is not None
         plan = plan_responses_stream(response.body) if request.streamed else None
-        self._answer(fake, response, plan, named=True)
+        self._answer(exchange, response, plan, named=True)
 
     def _answer(
         self,
-        fake: FakeOpenAIServer,
+        exchange: Exchange,
         response: FakeResponse,
         plan: StreamPlan | None,
         *,
@@ -555,59 +348,48 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         """Send ``response`` whole, or streamed as ``plan`` says."""
         if plan is None:
-            self._send(response)
+            _send(exchange, response)
             return
-        try:
-            self._stream(fake, response, plan, named=named)
-        except ConnectionError:
-            self.close_connection = True  # the client gave up midway
+        self._stream(exchange, response, plan, named=named)
 
     def _stream(
-        self, fake: FakeOpenAIServer, response: FakeResponse, plan: StreamPlan, *, named: bool
+        self, exchange: Exchange, response: FakeResponse, plan: StreamPlan, *, named: bool
     ) -> None:
         """Send a completion as server-sent events, in the chunked transfer encoding.
 
         ``named``: each event has an ``event:`` line with its data's ``type`` and the
         stream ends without ``[DONE]`` (the Responses API's streams).
         """
-        self.send_response(response.status)
-        headers = {"Content-Type": "text/event-stream; charset=utf-8"}
-        headers.update(response.headers)
-        headers["Transfer-Encoding"] = "chunked"  # the stream's length is not known
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._send_event(plan.opening, named)
-        if response.first_token_delay > 0 and not fake._wait(response.first_token_delay):
-            self.close_connection = True
+        exchange.start_stream(response.status, response.headers)
+
+        def send(chunk: dict[str, Any]) -> None:
+            exchange.event(json.dumps(chunk), chunk["type"] if named else None)
+
+        send(plan.opening)
+        if response.first_token_delay > 0 and not self._wait(response.first_token_delay):
+            exchange.hang_up()
             return
         for index, chunk in enumerate(plan.pieces):
             if index == response.drop_after:
                 break
-            self._send_event(chunk, named)
+            send(chunk)
         if response.drop_after is not None:
             # Closing without the chunked body's last, empty chunk: the client sees
             # the body cut off (httpx: "incomplete chunked read"), not a short stream.
-            self.close_connection = True
+            exchange.hang_up()
             return
         for chunk in plan.closing:
-            self._send_event(chunk, named)
+            send(chunk)
         if not named:
-            self._send_chunk(b"data: [DONE]\n\n")
-        self._send_chunk(b"")
+            exchange.chunk(b"data: [DONE]\n\n")
+        exchange.end_stream()
 
-    def _send_event(self, chunk: dict[str, Any], named: bool) -> None:
-        event = f"event: {chunk['type']}\n" if named else ""
-        self._send_chunk(f"{event}data: {json.dumps(chunk)}\n\n".encode())
-
-    def _send_chunk(self, data: bytes) -> None:
-        """Write one chunk of the chunked transfer encoding (empty: the last one)."""
-        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-
-    def _embeddings(self, request: Any) -> None:
+    def _embeddings(self, exchange: Exchange) -> None:
+        request = exchange.request.json
         if not isinstance(request, dict) or "input" not in request:
-            self._send(
-                error_response(400, "fake OpenAI server: embeddings request needs an 'input'")
+            _send(
+                exchange,
+                error_response(400, "fake OpenAI server: embeddings request needs an 'input'"),
             )
             return
         dimensions = request.get("dimensions", _DEFAULT_EMBEDDING_DIMENSIONS)
@@ -616,7 +398,7 @@ class _Handler(BaseHTTPRequestHandler):
             or isinstance(dimensions, bool)
             or not 1 <= dimensions <= _MAX_EMBEDDING_DIMENSIONS
         ):
-            self._send(error_response(400, f"invalid 'dimensions': {dimensions!r}"))
+            _send(exchange, error_response(400, f"invalid 'dimensions': {dimensions!r}"))
             return
         inputs = _embedding_inputs(request["input"])
         use_base64 = request.get("encoding_format") == "base64"
@@ -633,7 +415,8 @@ class _Handler(BaseHTTPRequestHandler):
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         # A rough token count: what matters to tests is that usage is present and plausible.
         tokens = sum(max(1, len(text.split())) for text in inputs)
-        self._send(
+        _send(
+            exchange,
             FakeResponse(
                 body={
                     "object": "list",
@@ -641,25 +424,15 @@ class _Handler(BaseHTTPRequestHandler):
                     "model": request.get("model", "fake-embedding-model"),
                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
                 }
-            )
+            ),
         )
 
-    def _send(self, response: FakeResponse) -> None:
-        payload = b"" if response.body is None else json.dumps(response.body).encode()
-        headers = {"Content-Length": str(len(payload))}
-        if response.body is not None:
-            headers["Content-Type"] = "application/json"
-        headers.update(response.headers)
-        try:
-            self.send_response(response.status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-        except ConnectionError:
-            # The client gave up (typically a timeout shorter than the scripted delay).
-            self.close_connection = True
+
+def _send(exchange: Exchange, response: FakeResponse) -> None:
+    """Send a scripted response whole; its headers override the defaults."""
+    payload = b"" if response.body is None else json.dumps(response.body).encode()
+    headers = {"Content-Type": "application/json"} if response.body is not None else {}
+    exchange.send(response.status, payload, {**headers, **response.headers})
 
 
 def _stream_plan(response: FakeResponse, request: dict[str, Any]) -> StreamPlan | None:
