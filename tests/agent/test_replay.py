@@ -39,6 +39,7 @@ from tests.helpers.fallback_agents import ClaudeCompactingWithFallback
 from tests.helpers.mcp_agents import Clock
 from tests.helpers.memory_agents import Researcher
 from tests.helpers.policy_agents import Treasurer
+from tests.helpers.reconcile_agents import Payer, Postman
 from tests.helpers.trader import Trader
 
 # The workflows below are defined here, so the sandbox re-imports this module; the
@@ -83,6 +84,8 @@ async def test_history_replays(path: Path) -> None:
         Treasurer,
         Researcher,
         ClaudeCompactingWithFallback,
+        Postman,
+        Payer,
     )
     result = await replayer(*agents).replay_workflow(load(path))
     assert result.replay_failure is None

@@ -22,9 +22,11 @@ from temporalio.exceptions import ApplicationError
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
 from smyth_temporal.tools import Reconciled, tool_context
+from smyth_temporal.types.approvals import arguments_sha256
+from smyth_temporal.types.rewind import RewoundCall
 from tests.helpers.trading import LEDGER_ENV, read_ledger, record
 
-__all__ = ["ANSWERS", "Payer", "Postman", "post", "send", "transfer"]
+__all__ = ["ANSWERS", "Payer", "Postman", "abandoned_send", "post", "send", "transfer"]
 
 ANSWERS: Mapping[str, Reconciled] = {
     "ann": Reconciled.done("sent to ann (before the rewind)"),
@@ -71,6 +73,19 @@ async def post(to: str) -> str:
     """
     record("post", to=to)
     return f"posted to {to}"
+
+
+def abandoned_send(to: str, index: int) -> RewoundCall:
+    """The call ``send(to, "hi")`` a rewind abandoned after it completed, at step 2."""
+    return RewoundCall(
+        step=2,
+        call_id=f"call_2_{index}",
+        tool="send",
+        arguments_sha256=arguments_sha256({"to": to, "text": "hi"}),
+        idempotency_key=f"abandoned/{to}",
+        outcome="completed",
+        result=f"sent to {to}",
+    )
 
 
 def _acted(key: str) -> list[dict[str, Any]]:

@@ -53,6 +53,7 @@ from smyth_temporal.testing import (
 )
 from smyth_temporal.types import AgentEvent, Message, ToolCall, TurnStarted
 from smyth_temporal.types.approvals import APPROVAL_SIGNAL, ApprovalDecision
+from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import Analyst, Rater, Summarizer, read_ledger
 from tests.helpers.budget_agents import PRICES_TOML, AskingSpender
@@ -62,8 +63,9 @@ from tests.helpers.mcp_agents import Clock
 from tests.helpers.mcp_servers import time_server
 from tests.helpers.memory_agents import Researcher
 from tests.helpers.policy_agents import Treasurer
+from tests.helpers.reconcile_agents import Payer, Postman, abandoned_send
 from tests.helpers.trader import Trader
-from tests.helpers.trading import sell
+from tests.helpers.trading import LEDGER_ENV, sell
 from tests.helpers.worker_process import spawn_worker
 
 HISTORIES = Path(__file__).parents[1] / "histories"
@@ -210,6 +212,11 @@ FALLBACK_SCENARIO = "claude_fallbacks"
 compaction's summary each find the primary model overloaded and move to the backup
 (patches ``smyth-fallback-models`` and ``smyth-summary-fallback``, 0.10.0)."""
 
+RECONCILE_SCENARIOS = ("postman_reconciled", "payer_unknown_retry")
+"""Reconcile hooks (patch ``smyth-reconcile``, 0.10.0): ``Postman`` rewound past three
+sends (ann's done and reused, bob's not done and sent, cy's unknown, approved and sent);
+``Payer``'s transfer whose retry cannot be told (approved, run again)."""
+
 FORK_MEMORY_SCENARIO = "researcher_forked_memory"
 """A fork of a Researcher run at step 2 (remembered at steps 1 and 3) that recalls and
 remembers in its own memory view (patch ``smyth-fork-memory``, 0.9.0)."""
@@ -227,6 +234,7 @@ SCENARIOS = (
     QUORUM_SCENARIO,
     FORK_MEMORY_SCENARIO,
     FALLBACK_SCENARIO,
+    *RECONCILE_SCENARIOS,
 )
 
 
@@ -571,6 +579,48 @@ async def record_fallbacks(client: Client, scenario: str) -> str:
     return (await handle.fetch_history()).to_json()
 
 
+async def record_reconcile(client: Client, scenario: str) -> str:
+    """``Postman`` or ``Payer`` (``tests.helpers.reconcile_agents``): one approval each."""
+    task_queue = f"smyth-histories-{scenario}"
+    agents = AgentClient(client, task_queue=task_queue)
+    ledger = Path(tempfile.mkdtemp()) / "ledger.jsonl"
+    os.environ[LEDGER_ENV] = str(ledger)
+    recipients = ("ann", "bob", "cy")
+    if scenario == "postman_reconciled":
+        agent: type[AgentWorkflow] = Postman
+        steps: list[ScriptStep] = [
+            [tool_call("send", to=to, text="hi") for to in recipients],
+            tool_results,
+        ]
+        notice = RewindNotice(
+            to_step=0,
+            abandoned_run_id="abandoned",
+            side_effects=tuple(abandoned_send(to, i) for i, to in enumerate(recipients)),
+        )
+        start: dict[str, Any] = {"start_signal": REWIND_SIGNAL, "start_signal_args": [notice]}
+    else:
+        agent, steps, start = Payer, [tool_call("transfer", amount=5000), tool_results], {}
+    try:
+        async with agent_worker(client, agent, model=ScriptedModel(steps), task_queue=task_queue):
+            handle = await client.start_workflow(
+                agent.__name__,
+                AgentInput(prompt="Go"),
+                id=workflow_id(scenario),
+                task_queue=task_queue,
+                **start,
+            )
+            while not (state := await agents.state(handle.id)).pending_approvals:
+                await asyncio.sleep(0.05)
+            await agents.approve(handle.id, state.pending_approvals[0].id, by="ops")
+            result = await agents.result(handle.id)
+    finally:
+        del os.environ[LEDGER_ENV]
+    sent = [e for e in read_ledger(ledger) if e["tool"] in ("send", "transfer.acted")]
+    if result.status != "completed" or len(sent) != 2:
+        raise RuntimeError(f"unexpected outcome: {result.status}, {sent}")
+    return (await handle.fetch_history()).to_json()
+
+
 async def _until(handle: WorkflowHandle[Any, Any], kind: EventType.ValueType) -> None:
     while not any(e.event_type == kind for e in (await handle.fetch_history()).events):
         await asyncio.sleep(0.05)
@@ -593,6 +643,7 @@ RECORDERS: dict[str, Callable[[Client, str], Awaitable[str]]] = {
     QUORUM_SCENARIO: record_quorum,
     FORK_MEMORY_SCENARIO: record_fork_memory,
     FALLBACK_SCENARIO: record_fallbacks,
+    **dict.fromkeys(RECONCILE_SCENARIOS, record_reconcile),
 }
 
 

@@ -27,7 +27,7 @@ from smyth_temporal.tools import Reconciled
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
 from tests.agent.test_crash_recovery import RESULT_TIMEOUT, wait_for_entry
-from tests.helpers.reconcile_agents import Payer, Postman
+from tests.helpers.reconcile_agents import Payer, Postman, abandoned_send
 from tests.helpers.reconcile_worker import spawn_payer
 from tests.helpers.trading import read_ledger
 
@@ -37,19 +37,6 @@ RECIPIENTS = ("ann", "bob", "cy")
 def tool_results(request: object) -> object:
     messages = getattr(request, "messages", [])
     return reply(" | ".join(m.content or "" for m in messages if m.role == "tool"))
-
-
-def abandoned(to: str, index: int) -> RewoundCall:
-    """The call ``send(to, "hi")`` the rewind abandoned after it completed, at step 2."""
-    return RewoundCall(
-        step=2,
-        call_id=f"call_2_{index}",
-        tool="send",
-        arguments_sha256=arguments_sha256({"to": to, "text": "hi"}),
-        idempotency_key=f"abandoned/{to}",
-        outcome="completed",
-        result=f"sent to {to}",
-    )
 
 
 async def pending(agents: AgentClient, workflow_id: str) -> ApprovalRequest:
@@ -88,7 +75,7 @@ async def test_a_rewound_side_effect_is_reconciled_done_reused_not_done_runs_unk
     notice = RewindNotice(
         to_step=0,
         abandoned_run_id="abandoned-run",
-        side_effects=tuple(abandoned(to, i) for i, to in enumerate(RECIPIENTS)),
+        side_effects=tuple(abandoned_send(to, i) for i, to in enumerate(RECIPIENTS)),
     )
     workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
@@ -133,7 +120,7 @@ async def test_a_rejected_unknown_outcome_is_skipped(
     client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:
     model = ScriptedModel([tool_call("send", to="cy", text="hi"), tool_results])
-    notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(abandoned("cy", 0),))
+    notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(abandoned_send("cy", 0),))
     workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
         await client.start_workflow(
