@@ -13,7 +13,10 @@ per round, in an order that rotates, after an untimed round:
 - ``AgentClient``: ``start`` then ``result`` (the baseline);
 - plain tools: ``start_run`` then ``run_result`` (which waits for the end);
 - task: ``start_run`` as a task, then ``tasks/result`` (which waits for the end);
-- task, polled: ``tasks/get`` every 50 ms until ``completed``, then ``tasks/result``.
+- task, polled: ``tasks/get`` every 50 ms until ``completed``, then ``tasks/result``;
+- task (2026), polled: a 2026-07-28 client that declares the tasks extension
+  (``io.modelcontextprotocol/tasks``) calls ``start_run`` and gets the task handle, then
+  ``tasks/get`` every 50 ms until ``completed`` (the result comes inlined).
 
 Per path: p50 and p95 of start to result, and the p50's ratio to the baseline.
 """
@@ -23,12 +26,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
@@ -38,6 +43,9 @@ from mcp.types import (
     GetTaskRequest,
     GetTaskRequestParams,
     GetTaskResult,
+    Request,
+    RequestParams,
+    Result,
     TaskMetadata,
 )
 
@@ -63,7 +71,42 @@ AGENT = "StepBench"
 Path_ = Callable[[], Awaitable[None]]
 
 
-def paths(agents: AgentClient, mcp: Client) -> dict[str, Path_]:
+class _Handle(Result):
+    """The tasks extension's ``CreateTaskResult`` (``resultType: "task"``), as a client reads it."""
+
+    result_type: Literal["task"] = "task"
+    task_id: str
+
+
+class _Task(Result):
+    """``tasks/get``'s answer: what the bench needs of it."""
+
+    status: str
+
+
+class _TaskId(RequestParams):
+    task_id: str
+
+
+class _GetTask(Request[_TaskId, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: _TaskId
+    name_param = "taskId"
+
+
+class _Tasks(ClientExtension):
+    """Declares the tasks extension; the bench drives the handle itself."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=_Handle, resolve=self._unused)]
+
+    async def _unused(self, handle: _Handle, ctx: ClaimContext) -> CallToolResult:
+        raise NotImplementedError("the bench polls the task itself")
+
+
+def paths(agents: AgentClient, mcp: Client, modern: Client) -> dict[str, Path_]:
     async def baseline() -> None:
         handle = await agents.start(AGENT, "Say done.")
         await agents.result(handle.id)
@@ -100,11 +143,20 @@ def paths(agents: AgentClient, mcp: Client) -> dict[str, Path_]:
             await asyncio.sleep(0.05)
         await payload(task_id)
 
+    async def extension_polled() -> None:
+        arguments = {"agent": AGENT, "prompt": "Say done."}
+        handle = await modern.session.call_tool("start_run", arguments, allow_claimed=True)
+        assert isinstance(handle, _Handle), handle
+        request = _GetTask(params=_TaskId(task_id=handle.task_id))
+        while (await modern.session.send_request(request, _Task)).status != "completed":
+            await asyncio.sleep(0.05)
+
     return {
         "AgentClient": baseline,
         "plain tools": plain,
         "task": task,
         "task, polled": task_polled,
+        "task (2026), polled": extension_polled,
     }
 
 
@@ -119,8 +171,9 @@ async def main(rounds: int, json_path: Path | None) -> None:
         async with (
             agent_worker(env.client, StepBench, model=model, task_queue=queue),
             Client(agents_mcp_server(agents, [AGENT]), mode="legacy") as mcp,
+            Client(agents_mcp_server(agents, [AGENT]), extensions=[_Tasks()]) as modern,
         ):
-            ways = paths(agents, mcp)
+            ways = paths(agents, mcp, modern)
             times: dict[str, list[float]] = {name: [] for name in ways}
             names = list(ways)
             for round_ in range(rounds + 1):
@@ -138,7 +191,7 @@ async def main(rounds: int, json_path: Path | None) -> None:
         for name, measured in times.items():
             p50, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
             print(
-                f"  {name:<13} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  "
+                f"  {name:<19} p50 {p50 * 1000:7.1f} ms  p95 {p95 * 1000:7.1f} ms  "
                 f"{p50 / base:.2f}x"
             )
             rows.append(
@@ -148,7 +201,7 @@ async def main(rounds: int, json_path: Path | None) -> None:
                     base * 1000,
                     "ms",
                     "baseline: AgentClient.start + result, same dev server and worker",
-                    key="mcp_" + name.replace(", ", "_").replace(" ", "_").lower(),
+                    key="mcp_" + re.sub(r"\W+", "_", name).strip("_").lower(),
                 )
             )
         print(f"goal: a task's round trip within {GOAL}x of AgentClient's")
