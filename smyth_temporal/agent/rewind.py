@@ -6,14 +6,17 @@ itself (a post-reset operation) where the server supports it, else right after i
 Either way the run must not start step N+1 without the notice, so:
 
 - a reset is seen where it happens: Temporal gives the workflow a new random seed
-  there (``register_random_seed_callback``), in the activation that resumes the run
-  after step N; ``Run.resets`` counts it (``seen``);
-- it counts the notices taken too; before each model turn, ``before_turn`` waits while
-  a reset has no notice yet (a notice signalled with the reset is applied before any
-  result of its activation, so then nothing waits). A reset that is not a rewind's
-  (``temporal workflow reset``) never gets one: the run waits at most ``NOTICE_WAIT``
-  and goes on (patch ``smyth-rewind-wait``, so histories reset before this code
-  replay unchanged).
+  there (``register_random_seed_callback``), in the workflow task that resumes the
+  run after step N, and that task goes on to step N+1's model turn: ``before_turn``
+  notes the task's history length (``Run.resets.reset_at``);
+- the notice's handler notes the length of the task it came in (``notice_at``);
+- before the model turn, ``before_turn`` waits while the last reset came in a later
+  task than the last notice. A notice signalled with the reset comes in the same task
+  (handlers and the reseed of one activation run in either order, depending on the
+  run's temporalio version: lengths, not order, decide). A reset that is not a
+  rewind's (``temporal workflow reset``) never gets a notice: the run waits at most
+  ``NOTICE_WAIT`` and goes on (patch ``smyth-rewind-wait``, so histories reset before
+  this code replay unchanged).
 
 Taking a notice: it becomes ``Run.rewind`` (the tool runner reconciles the side effects
 it lists), the memories the abandoned steps wrote are removed (a recall waits for
@@ -49,17 +52,22 @@ def watch_resets(run: Run) -> None:
 
 
 def _reset_seen(run: Run, _seed: int) -> None:
-    run.resets.seen += 1
+    # Called while the activation's jobs are applied (no workflow.info() here: it would
+    # raise, and temporalio drops a callback's errors): before_turn notes where.
+    run.resets.reseeded = True
 
 
 async def before_turn(run: Run) -> None:
     """Wait for the notice of a rewind whose reset this run has seen; add its prompt."""
     resets = run.resets
+    if resets.reseeded:
+        resets.reseeded = False
+        resets.reset_at = workflow.info().get_current_history_length()
     # Waits only after a reset whose notice has not come (never in a run without one).
-    waiting = resets.seen > resets.notices and workflow.patched(REWIND_WAIT_PATCH)
+    waiting = resets.reset_at > resets.notice_at and workflow.patched(REWIND_WAIT_PATCH)
     if waiting and not await _notice_within(run, NOTICE_WAIT):
-        run.log.warning("agent.reset_without_notice", resets=resets.seen, waited=str(NOTICE_WAIT))
-        resets.notices = resets.seen
+        run.log.warning("agent.reset_without_notice", waited=str(NOTICE_WAIT))
+        resets.notice_at = resets.reset_at
     if resets.prompt is not None:
         run.conversation.add(Message.user(resets.prompt))
         resets.prompt = None
@@ -68,7 +76,7 @@ async def before_turn(run: Run) -> None:
 async def _notice_within(run: Run, timeout: timedelta) -> bool:
     resets = run.resets
     try:
-        await workflow.wait_condition(lambda: resets.notices >= resets.seen, timeout=timeout)
+        await workflow.wait_condition(lambda: resets.notice_at >= resets.reset_at, timeout=timeout)
     except TimeoutError:
         return False
     return True
@@ -77,7 +85,7 @@ async def _notice_within(run: Run, timeout: timedelta) -> bool:
 async def take_rewind(run: Run, memory: AgentMemory, notice: RewindNotice) -> None:
     """Go on from ``notice``: store it, add its prompt, forget what was abandoned."""
     run.rewind = notice
-    run.resets.notices += 1
+    run.resets.notice_at = workflow.info().get_current_history_length()
     run.resets.prompt = notice.prompt or None
     run.log.info(
         "agent.rewound",

@@ -140,10 +140,12 @@ class Resets:
     Added in 0.10.0.
     """
 
-    seen: int = 0
-    """Resets this run went through (Temporal's or a rewind's)."""
-    notices: int = 0
-    """Rewind notices it took: a model turn waits while there are fewer than ``seen``."""
+    reseeded: bool = False
+    """Temporal reseeded the run (a reset) since the last model turn looked."""
+    reset_at: int = 0
+    """The history length of the workflow task where the last reset was seen."""
+    notice_at: int = 0
+    """The history length of the workflow task where the last notice came."""
     prompt: str | None = None
     """A notice's prompt not in the conversation yet (the next turn adds it first)."""
 

@@ -54,7 +54,10 @@ from temporalio.api.enums.v1 import (
 )
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflow.v1 import PostResetOperation
-from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
+from temporalio.api.workflowservice.v1 import (
+    ResetWorkflowExecutionRequest,
+    ResetWorkflowExecutionResponse,
+)
 from temporalio.client import Client, WorkflowHistory
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -75,6 +78,24 @@ log = structlog.get_logger("smyth_temporal.rewind")
 
 _E = EventType
 _WRITES = (MEMORY_ACTIVITY_REMEMBER, MEMORY_ACTIVITY_SUPERSEDE)
+_WAITING = {
+    _E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    _E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    _E.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    _E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    _E.EVENT_TYPE_TIMER_STARTED,
+    _E.EVENT_TYPE_TIMER_FIRED,
+    _E.EVENT_TYPE_TIMER_CANCELED,
+    _E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    _E.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED,
+}
+"""Events of a run that only waits (for a rewind's notice, say): no step's work."""
+_TASK_ENDS = {
+    _E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    _E.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    _E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+}
+_PATCH_MARKER = "core_patch"
 _UNKNOWN_CLOSE = (
     _E.EVENT_TYPE_ACTIVITY_TASK_FAILED,
     _E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
@@ -132,6 +153,8 @@ class RewindPlan:
     reset_event_id: int
     first_task: bool
     """The reset point is the run's first workflow task (the step it started at)."""
+    also: list[int] = field(default_factory=list)
+    """Earlier workflow tasks the run only waited in since step N (equivalent points)."""
     side_effects: list[RewoundCall] = field(default_factory=list)
     voided_approvals: list[str] = field(default_factory=list)
     memory_runs: list[str] = field(default_factory=list)
@@ -281,6 +304,7 @@ async def plan_rewind(
             "once it is answered"
         )
     plan = RewindPlan(
+        also=_equivalent_points(history.events, reader.reset_event_id, reader.first_task_id),
         workflow_id=workflow_id,
         run_id=history.run_id,
         to_step=step,
@@ -297,6 +321,36 @@ async def plan_rewind(
         if rewound is not None:
             plan.side_effects.append(rewound)
     return plan
+
+
+def _equivalent_points(
+    events: Sequence[HistoryEvent], target: int, first_task: int | None
+) -> list[int]:
+    """The workflow tasks before ``target`` from which the run only waited until it.
+
+    The server resets only to a task whose start ended a batch of events; one that a
+    signal started while the task before it ran (a rewind's notice, sent after its
+    reset) does not, nor one the server wrote with its completion (the task after a
+    failed one, as after a reset). From these earlier tasks (their end: completed,
+    failed or timed out) the run does the same: step N done, no turn N+1 started,
+    nothing but waiting in between.
+    """
+    points: list[int] = []
+    for event in reversed(events[: target - 1]):
+        kind = event.event_type
+        if kind in _TASK_ENDS:
+            if event.event_id == first_task:
+                break  # the constructor would not see the reset (see reset_to)
+            points.append(event.event_id)
+        elif kind == _E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            if event.workflow_execution_signaled_event_attributes.signal_name != REWIND_SIGNAL:
+                break
+        elif kind == _E.EVENT_TYPE_MARKER_RECORDED:
+            if event.marker_recorded_event_attributes.marker_name != _PATCH_MARKER:
+                break
+        elif kind not in _WAITING:
+            break
+    return points
 
 
 async def _started_activities(
@@ -353,10 +407,9 @@ async def reset_to(
     signal = PostResetOperation.SignalWorkflow(
         signal_name=REWIND_SIGNAL, input=Payloads(payloads=[payload])
     )
-    request = _reset_request(client, plan, notice, identity)
-    request.post_reset_operations.append(PostResetOperation(signal_workflow=signal))
+    operation = PostResetOperation(signal_workflow=signal)
     try:
-        response = await client.workflow_service.reset_workflow_execution(request)
+        response, point = await _reset(client, plan, notice, identity, operation)
         signalled = "with the reset"
     except RPCError as exc:
         if not _unsupported(exc):
@@ -371,8 +424,7 @@ async def reset_to(
             ) from None
         # The server cannot signal as part of a reset: reset, then signal the new run.
         # The run waits for the notice before its next model turn (agent.rewind).
-        request = _reset_request(client, plan, notice, identity)
-        response = await client.workflow_service.reset_workflow_execution(request)
+        response, point = await _reset(client, plan, notice, identity, None)
         handle = client.get_workflow_handle(plan.workflow_id, run_id=response.run_id)
         await handle.signal(REWIND_SIGNAL, notice)
         signalled = "after the reset"
@@ -381,7 +433,7 @@ async def reset_to(
         run_id=response.run_id,
         abandoned_run_id=plan.run_id,
         to_step=plan.to_step,
-        reset_event_id=plan.reset_event_id,
+        reset_event_id=point,
         side_effects=tuple(plan.side_effects),
         voided_approvals=tuple(plan.voided_approvals),
         memory_runs=tuple(plan.memory_runs),
@@ -393,7 +445,7 @@ async def reset_to(
         abandoned_run_id=plan.run_id,
         run_id=response.run_id,
         to_step=plan.to_step,
-        reset_event_id=plan.reset_event_id,
+        reset_event_id=point,
         side_effects=len(plan.side_effects),
         voided_approvals=len(plan.voided_approvals),
         seconds=round(result.seconds, 3),
@@ -402,15 +454,45 @@ async def reset_to(
     return result
 
 
+async def _reset(
+    client: Client,
+    plan: RewindPlan,
+    notice: RewindNotice,
+    identity: str,
+    operation: PostResetOperation | None,
+) -> tuple[ResetWorkflowExecutionResponse, int]:
+    """Reset at ``plan``'s point, or an equivalent earlier one the server accepts."""
+    points = [plan.reset_event_id, *plan.also]
+    for point in points:
+        request = _reset_request(client, plan, notice, identity, point)
+        if operation is not None:
+            request.post_reset_operations.append(operation)
+        try:
+            return await client.workflow_service.reset_workflow_execution(request), point
+        except RPCError as exc:
+            if not _off_boundary(exc):
+                raise
+            log.info("rewind.point_refused", workflow_id=plan.workflow_id, event_id=point)
+    raise RewindError(
+        f"the server cannot reset {plan.workflow_id!r} to the workflow task that ended step "
+        f"{plan.to_step} (events {', '.join(map(str, points))}); rewind to another step"
+    )
+
+
+def _off_boundary(exc: RPCError) -> bool:
+    """Whether the server refused the reset point: its task did not start a batch's end."""
+    return "must be at the boundary" in exc.message
+
+
 def _reset_request(
-    client: Client, plan: RewindPlan, notice: RewindNotice, identity: str
+    client: Client, plan: RewindPlan, notice: RewindNotice, identity: str, point: int
 ) -> ResetWorkflowExecutionRequest:
     by = f" by {notice.by}" if notice.by else ""
     return ResetWorkflowExecutionRequest(
         namespace=client.namespace,
         workflow_execution=WorkflowExecution(workflow_id=plan.workflow_id, run_id=plan.run_id),
         reason=f"smyth rewind to step {plan.to_step}{by}",
-        workflow_task_finish_event_id=plan.reset_event_id,
+        workflow_task_finish_event_id=point,
         request_id=str(uuid.uuid4()),
         # What was signalled or updated after the step belonged to the abandoned steps.
         reset_reapply_exclude_types=[

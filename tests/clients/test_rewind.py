@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
-from smyth_temporal import AccessDeniedError, AgentClient, AgentInput, AgentNotFoundError
+from smyth_temporal import (
+    AccessDeniedError,
+    AgentClient,
+    AgentInput,
+    AgentNotFoundError,
+    SmythPlugin,
+)
 from smyth_temporal.exceptions import RewindError
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import ModelRequest, ModelResponse
@@ -117,6 +124,9 @@ async def test_a_rewind_to_step_2_forgets_step_3s_memory_keeps_step_1s_and_compl
     ]
     assert signals == [REWIND_SIGNAL]
     assert description.raw_description.workflow_extended_info.HasField("last_reset_time")
+    # The rewound run's history (reset, notice, the wait for it) replays with this code.
+    replayer = Replayer(workflows=[Rewindable], plugins=[SmythPlugin()])
+    await replayer.replay_workflow(history)
 
 
 def mail(request: ModelRequest) -> ModelResponse:
