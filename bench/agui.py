@@ -4,9 +4,9 @@ From the repository root::
 
     .venv/bin/python -m bench.agui [--rounds 60] [--json PATH]
 
-The setting of ``bench.gateway`` (one dev server, one ``StepBench`` worker in this
-process, ``smyth serve`` in a process of its own with one operator key), reused from
-it. Each path has a session (an AG-UI thread) of its own; the paths take turns, one
+The gateway benchmarks' setting (``bench._served``: one dev server, one ``StepBench``
+worker in this process, ``smyth serve`` in a process of its own with one operator
+key). Each path has a session (an AG-UI thread) of its own; the paths take turns, one
 message each per round, so their sessions grow alike; one untimed round first.
 
 - ``AgentClient.send(stream=True)`` in this process: the baseline, the same kind of call
@@ -23,47 +23,32 @@ p50 to the streamed baseline (goal: 1.1x or less), and the time to the first tex
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
-import os
-import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench._common import StepBench, percentile
-from bench._results import headline, write_json
-from bench.gateway import AGENT, ANSWER, MAX_TURNS, PROMPT, TENANT, gateway_process, ms
-from smyth_temporal import AgentClient, configure_logging
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
+from bench._served import (
+    AGENT,
+    PROMPT,
+    TENANT,
+    Gateway,
+    Way,
+    goal,
+    launch,
+    protocol_headlines,
+    serve_and_measure,
+    table,
+    take_turns,
 )
+from smyth_temporal import AgentClient
 
 GOAL = 1.1
 """AG-UI round trip over ``AgentClient.send(stream=True)`` (issue 27)."""
-
-Call = Callable[[str], Awaitable[float | None]]
-"""One round trip to the session named by its argument; answers when the first text came."""
-
-
-@dataclass
-class Way:
-    """A way to send a session message."""
-
-    name: str
-    call: Call
-    times: list[float] = field(default_factory=list)
-    first_text: list[float] = field(default_factory=list)
+BASELINE = "AgentClient.send(stream=True)"
+AGUI = "AG-UI, httpx POST /ag-ui/{agent}"
 
 
 def paths(agents: AgentClient, http: httpx.AsyncClient) -> list[Way]:
@@ -99,85 +84,38 @@ def paths(agents: AgentClient, http: httpx.AsyncClient) -> list[Way]:
         return first
 
     return [
-        Way("AgentClient.send", direct),
-        Way(BASELINE, direct_streamed),
-        Way("AG-UI, httpx POST /ag-ui/{agent}", agui),
+        Way("AgentClient.send", direct, BASELINE),
+        Way(BASELINE, direct_streamed, BASELINE),
+        Way(AGUI, agui, BASELINE),
     ]
 
 
-BASELINE = "AgentClient.send(stream=True)"
-
-
-async def overhead(agents: AgentClient, url: str, key: str, rounds: int) -> list[dict[str, Any]]:
+async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[dict[str, Any]]:
     """The table; the AG-UI headline (p50 in ms beside the streamed baseline)."""
-    headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
+    headers = {"Authorization": f"Bearer {served.key}", "Accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as http:
         ways = paths(agents, http)
-        for number in range(rounds + 1):
-            for index, way in enumerate(ways):
-                began = time.perf_counter()
-                first = await way.call(f"agui-{index}")
-                if number:  # the first round opens connections and starts the sessions
-                    way.times.append(time.perf_counter() - began)
-                    if first is not None:
-                        way.first_text.append(first - began)
-    by_name = {way.name: way for way in ways}
-    base = percentile(by_name[BASELINE].times, 0.5)
-    print(f"\nSession turn, {rounds} rounds (p50 of 30-word replies)")
-    print(
-        f"  {'path':34} {'p50 ms':>7} {'p95 ms':>7} {'ratio':>6} {'added':>8}"
-        f" {'first text p50':>15} {'p95':>7}"
-    )
-    for way in ways:
-        p50 = percentile(way.times, 0.5)
-        first = ms(way.first_text) if way.first_text else ""
-        print(
-            f"  {way.name:34} {ms(way.times)} {p50 / base:5.2f}x {(p50 - base) * 1000:+6.1f}ms"
-            f" {first:>23}"
-        )
-    agui = by_name["AG-UI, httpx POST /ag-ui/{agent}"]
-    p50 = percentile(agui.times, 0.5)
-    print(f"  goal AG-UI: at most {GOAL}x: {'met' if p50 / base <= GOAL else 'NOT met'}")
-    note = f"p50 of {rounds} session turns; baseline: {BASELINE} in process"
-    first_base = percentile(by_name[BASELINE].first_text, 0.5)
-    first_note = f"p50 of {rounds}; baseline: the first ReplyChunk of {BASELINE}"
-    return [
-        headline("AG-UI round trip", p50 * 1000, base * 1000, "ms", note, key="agui_streamed"),
-        headline(
-            "AG-UI time to first text",
-            percentile(agui.first_text, 0.5) * 1000,
-            first_base * 1000,
-            "ms",
-            first_note,
-            key="agui_first_text",
+        await take_turns(ways, rounds, lambda index: f"agui-{index}")
+    by_name = table(f"Session turn, {rounds} rounds (p50 of 30-word replies)", ways)
+    agui = by_name[AGUI]
+    goal("AG-UI", agui, by_name, GOAL)
+    return protocol_headlines(
+        agui,
+        agui,
+        by_name[BASELINE],
+        by_name,
+        metrics=("AG-UI round trip", "AG-UI time to first text"),
+        keys=("agui_streamed", "agui_first_text"),
+        notes=(
+            f"p50 of {rounds} session turns; baseline: {BASELINE} in process",
+            f"p50 of {rounds}; baseline: the first ReplyChunk of {BASELINE}",
         ),
-    ]
+    )
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.agui")
-    parser.add_argument("--rounds", type=int, default=60, help="timed rounds")
-    parser.add_argument("--json", type=Path, help="write the results here (bench.report)")
-    args = parser.parse_args()
-    configure_logging("WARNING")
-    env = await start_dev_environment()
-    try:
-        task_queue = new_task_queue("bench-agui")
-        model = ScriptedModel([reply(ANSWER)] * MAX_TURNS)
-        async with (
-            agent_worker(env.client, StepBench, model=model, task_queue=task_queue),
-            gateway_process(env.client, task_queue) as served,
-        ):
-            agents = AgentClient(env.client, task_queue=task_queue)
-            rows = await overhead(agents, served.url, served.key, args.rounds)
-            if args.json:
-                write_json(args.json, "agui", rows, {})
-    finally:
-        await env.shutdown()
+    await serve_and_measure("agui", overhead, rounds=60)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
-    # temporalio's Rust threads can outlive the interpreter (temporalio/sdk-python#300).
-    sys.stdout.flush()
-    os._exit(0)
+    launch(main)

@@ -4,10 +4,11 @@ From the repository root::
 
     .venv/bin/python -m bench.gateway [--rounds 60] [--subscribers 1 100]
 
-One dev server; one worker in this process (``StepBench``, a ``ScriptedModel`` that
-always answers the same sentence, streamed a word at a time); the gateway in a process
-of its own, started as users start it (``smyth serve StepBench --keys-file ...``), so
-its CPU time is its own (read from ``/proc/<pid>/stat``).
+The gateway benchmarks' setting (``bench._served``): one dev server; one worker in this
+process (``StepBench``, a ``ScriptedModel`` that always answers the same sentence,
+streamed a word at a time); the gateway in a process of its own, started as users start
+it (``smyth serve StepBench --keys-file ...``), so its CPU time is its own (read from
+``/proc/<pid>/stat``).
 
 1. Overhead of a session round trip. Each path has a session of its own; the paths
    take turns, one message each per round, so their sessions grow alike. After one
@@ -29,14 +30,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import sys
-import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -44,99 +39,34 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam
 from temporalio.client import Client
 
-from bench._common import StepBench, free_port, percentile
-from bench._results import headline, write_json
-from bench.streaming import text
-from smyth_temporal import AgentClient, AgentInput, configure_logging
-from smyth_temporal.gateway import KeyStore
-from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
+from bench._common import StepBench
+from bench._results import headline
+from bench._served import (
+    AGENT,
+    PROMPT,
+    STARTUP_TIMEOUT,
+    TENANT,
+    Gateway,
+    Way,
+    gateway_process,
+    goal,
+    launch,
+    ms,
+    p50,
+    serve_and_measure,
+    table,
+    take_turns,
 )
+from bench.streaming import text
+from smyth_temporal import AgentClient, AgentInput
+from smyth_temporal.models import ModelRequest, ModelResponse, TextSink
+from smyth_temporal.testing import ScriptedModel, agent_worker, new_task_queue, reply
 
 GOAL = 1.1
 """Gateway round trip over ``AgentClient.send`` (issue 13)."""
-AGENT = "StepBench"
-TENANT = "bench"
-PROMPT = "How is ACME doing?"
-ANSWER = text(30)
-MAX_TURNS = 10_000
-"""Scripted turns: more than any session here takes (``ScriptedModel`` goes by step)."""
 FANOUT_WORDS = 150
 FANOUT_PACE = 0.010
 """Section 2: the reply's words, and seconds between two."""
-STARTUP_TIMEOUT = 30.0
-
-
-@dataclass
-class Gateway:
-    """A gateway process: its URL, a key, and its process id."""
-
-    url: str
-    key: str
-    pid: int
-
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time of the process so far."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-@contextlib.asynccontextmanager
-async def gateway_process(client: Client, task_queue: str) -> AsyncIterator[Gateway]:
-    """``smyth serve StepBench`` in a process of its own, with one operator key."""
-    with tempfile.TemporaryDirectory() as directory:
-        keys = Path(directory) / "keys.json"
-        _, key = KeyStore(keys).create(tenant=TENANT, role="operator", name="bench")
-        port = free_port()
-        process = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).with_name("smyth")),
-            "serve",
-            AGENT,
-            f"--port={port}",
-            f"--keys-file={keys}",
-            f"--address={client.service_client.config.target_host}",
-            f"--task-queue={task_queue}",
-            "--log-level=warning",
-        )
-        served = Gateway(f"http://127.0.0.1:{port}", key, process.pid)
-        try:
-            await _until_healthy(served.url)
-            yield served
-        finally:
-            process.terminate()
-            await process.wait()
-
-
-async def _until_healthy(url: str) -> None:
-    async with httpx.AsyncClient(base_url=url) as http, asyncio.timeout(STARTUP_TIMEOUT):
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get("/healthz")).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-
-
-Call = Callable[[str], Awaitable[float | None]]
-"""One round trip to the session named by its argument; a streamed one returns when
-(``time.perf_counter``) its first text arrived."""
-
-
-@dataclass
-class Way:
-    """A way to send a session message, and its baseline's name."""
-
-    name: str
-    call: Call
-    baseline: str | None
-    """The path it is compared with; ``None``: a floor, no Temporal call at all."""
-    times: list[float] = field(default_factory=list)
-    firsts: list[float] = field(default_factory=list)
-    """Seconds from the send to the first text (streamed ways)."""
 
 
 async def _drain(stream: AsyncIterator[object], has_text: Callable[[Any], bool]) -> float | None:
@@ -234,10 +164,6 @@ def paths(agents: AgentClient, served: Gateway, http: httpx.AsyncClient) -> list
     ]
 
 
-def ms(values: Sequence[float]) -> str:
-    return f"{percentile(values, 0.5) * 1000:7.1f} {percentile(values, 0.95) * 1000:7.1f}"
-
-
 GUARDED = {
     "openai client": "openai_whole",
     "openai client, stream=True": "openai_streamed",
@@ -252,42 +178,21 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[di
     headers = {"Authorization": f"Bearer {served.key}"}
     async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60) as http:
         ways = paths(agents, served, http)
-        for number in range(rounds + 1):
-            for index, way in enumerate(ways):
-                began = time.perf_counter()
-                first = await way.call(f"s{index}")
-                if number:  # the first round opens connections and starts the sessions
-                    way.times.append(time.perf_counter() - began)
-                    if first is not None:
-                        way.firsts.append(first - began)
-    by_name = {way.name: way for way in ways}
-    print(f"\n1. Session round trip, {rounds} rounds (p50 of 30-word replies)")
-    print(f"  {'path':40} {'p50 ms':>7} {'p95 ms':>7} {'ratio':>6} {'added':>8}")
-    for way in ways:
-        if way.baseline is None:
-            print(f"  {way.name:40} {ms(way.times)}")
-            continue
-        base = percentile(by_name[way.baseline].times, 0.5)
-        p50 = percentile(way.times, 0.5)
-        print(f"  {way.name:40} {ms(way.times)} {p50 / base:5.2f}x {(p50 - base) * 1000:+6.1f}ms")
-    print("\n  time to the first text (streamed ways; p50 and p95 ms)")
-    for way in ways:
-        if way.firsts:
-            print(f"  {way.name:40} {ms(way.firsts)}")
+        await take_turns(ways, rounds, lambda index: f"s{index}")
+    by_name = table(f"1. Session round trip, {rounds} rounds (p50 of 30-word replies)", ways)
     rows = []
     for name, key in GUARDED.items():
         way = by_name[name]
         assert way.baseline is not None
-        p50, base = percentile(way.times, 0.5), percentile(by_name[way.baseline].times, 0.5)
-        print(f"  goal {name}: at most {GOAL}x: {'met' if p50 / base <= GOAL else 'NOT met'}")
+        goal(name, way, by_name, GOAL)
         note = f"p50 of {rounds} session round trips; baseline: {way.baseline} in process"
+        mine, base = p50(way.times), p50(by_name[way.baseline].times)
         rows.append(
-            headline(f"gateway round trip, {name}", p50 * 1000, base * 1000, "ms", note, key=key)
+            headline(f"gateway round trip, {name}", mine * 1000, base * 1000, "ms", note, key=key)
         )
     for way in ways:
-        if way.firsts and way.baseline is not None and way.name != way.baseline:
-            first = percentile(way.firsts, 0.5)
-            base = percentile(by_name[way.baseline].firsts, 0.5)
+        if way.first_text and way.baseline is not None and way.name != way.baseline:
+            first, base = p50(way.first_text), p50(by_name[way.baseline].first_text)
             note = f"p50 of {rounds} streamed replies, send to first text; baseline: {way.baseline}"
             rows.append(
                 headline(f"time to first text, {way.name}", first * 1000, base * 1000, "ms", note)
@@ -358,47 +263,29 @@ async def fanout(client: Client, served: Gateway, task_queue: str, subscribers: 
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.gateway")
-    parser.add_argument("--rounds", type=int, default=60, help="timed rounds of section 1")
-    parser.add_argument(
-        "--subscribers", type=int, nargs="*", default=[1, 100], help="section 2's fan-outs"
-    )
-    parser.add_argument("--json", type=Path, help="write section 1's results here (bench.report)")
-    args = parser.parse_args()
-    configure_logging("WARNING")
-    env = await start_dev_environment()
-    try:
-        task_queue = new_task_queue("bench-gateway")
-        model = ScriptedModel([reply(ANSWER)] * MAX_TURNS)
-        async with (
-            agent_worker(env.client, StepBench, model=model, task_queue=task_queue),
-            gateway_process(env.client, task_queue) as served,
-        ):
-            rows = await overhead(
-                AgentClient(env.client, task_queue=task_queue), served, args.rounds
-            )
-            if args.json:
-                write_json(args.json, "gateway", rows, {})
-            if not args.subscribers:
-                return
-            print(
-                f"\n2. SSE fan-out: one run, {FANOUT_WORDS} words at {FANOUT_PACE * 1000:.0f} ms "
-                "a word; gateway CPU is its process's user+system time (/proc)"
-            )
-            print(
-                f"  {'subscribers':>11} {'events':>6} {'added p50':>7} {'p95 ms':>7} {'max':>7}"
-                f" {'CPU s':>7} {'CPU':>6} {'CPU µs/event/sub':>10}"
-            )
-            for count in args.subscribers:
-                queue = new_task_queue("bench-fanout")
-                async with gateway_process(env.client, queue) as fresh:
-                    print(await fanout(env.client, fresh, queue, count))
-    finally:
-        await env.shutdown()
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--subscribers", type=int, nargs="*", default=[1, 100], help="section 2's fan-outs"
+        )
+
+    async def then(client: Client, args: argparse.Namespace) -> None:
+        if not args.subscribers:
+            return
+        print(
+            f"\n2. SSE fan-out: one run, {FANOUT_WORDS} words at {FANOUT_PACE * 1000:.0f} ms "
+            "a word; gateway CPU is its process's user+system time (/proc)"
+        )
+        print(
+            f"  {'subscribers':>11} {'events':>6} {'added p50':>7} {'p95 ms':>7} {'max':>7}"
+            f" {'CPU s':>7} {'CPU':>6} {'CPU µs/event/sub':>10}"
+        )
+        for count in args.subscribers:
+            queue = new_task_queue("bench-fanout")
+            async with gateway_process(client, queue) as fresh:
+                print(await fanout(client, fresh, queue, count))
+
+    await serve_and_measure("gateway", overhead, rounds=60, arguments=arguments, then=then)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
-    # temporalio's Rust threads can outlive the interpreter (temporalio/sdk-python#300).
-    sys.stdout.flush()
-    os._exit(0)
+    launch(main)
