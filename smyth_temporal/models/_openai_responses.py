@@ -11,8 +11,9 @@ provider (``OpenAIProvider``); what the Responses API adds, kept here:
   message's ``provider_items`` and sent back unchanged before the message's text and
   calls, so the model keeps its reasoning across tool calls without the server
   storing the conversation. Left out, as the API would refuse them: a reasoning item
-  with nothing after it (an empty answer), and one without encrypted content while
-  ``store`` is off (it names an item the server never stored).
+  with nothing after it (an empty answer), one without encrypted content while
+  ``store`` is off (it names an item the server never stored), and all of them for a
+  model that does not reason (a fallback from gpt-5 to gpt-4o).
 * **Items.** Messages become input items; tool calls become ``function_call`` items
   and their results ``function_call_output`` items, with the ids the model gave.
   Tools are sorted by name so the prompt's prefix is the same from step to step and
@@ -224,17 +225,23 @@ def params(request: ModelRequest, *, encrypted_reasoning: bool = True) -> dict[s
         }
         wire["text"] = text
     wire["model"] = request.model
-    wire["input"] = to_items(request.messages, stored=bool(wire["store"]))
+    wire["input"] = to_items(
+        request.messages, stored=bool(wire["store"]), reasoning=encrypted_reasoning
+    )
     return wire
 
 
-def to_items(messages: Sequence[Message], *, stored: bool = False) -> list[dict[str, Any]]:
+def to_items(
+    messages: Sequence[Message], *, stored: bool = False, reasoning: bool = True
+) -> list[dict[str, Any]]:
     """Messages as Responses input items, in order.
 
     Args:
         messages: The conversation.
         stored: The request has ``store`` on: the server keeps the items it gives out,
             so reasoning items without encrypted content may name them.
+        reasoning: The model reasons. A model that does not (a fallback from gpt-5 to
+            gpt-4o) gets no reasoning items: it could not read them.
     """
     items: list[dict[str, Any]] = []
     for message in messages:
@@ -247,13 +254,13 @@ def to_items(messages: Sequence[Message], *, stored: bool = False) -> list[dict[
                 }
             )
         elif message.role == "assistant":
-            items.extend(_assistant_items(message, stored))
+            items.extend(_assistant_items(message, stored, reasoning))
         else:
             items.append({"role": message.role, "content": message.content or ""})
     return items
 
 
-def _assistant_items(message: Message, stored: bool) -> list[dict[str, Any]]:
+def _assistant_items(message: Message, stored: bool, reasoning: bool) -> list[dict[str, Any]]:
     said: list[dict[str, Any]] = []
     if message.content:
         said.append({"role": "assistant", "content": message.content})
@@ -269,12 +276,14 @@ def _assistant_items(message: Message, stored: bool) -> list[dict[str, Any]]:
     if not said:
         return []  # reasoning alone is refused: it must lead to an item
     # Reasoning first, exactly as received: what the model thought before it answered.
-    reasoning = [
+    thought = [
         dict(item)
         for item in message.provider_items
-        if item.get("type") == "reasoning" and (stored or item.get("encrypted_content"))
+        if reasoning
+        and item.get("type") == "reasoning"
+        and (stored or item.get("encrypted_content"))
     ]
-    return [*reasoning, *said]
+    return [*thought, *said]
 
 
 def _to_tool(tool: dict[str, Any]) -> dict[str, Any]:

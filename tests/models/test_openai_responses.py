@@ -317,6 +317,27 @@ async def test_reasoning_without_encrypted_content_is_not_sent_back_when_nothing
     assert all(i.get("type") != "reasoning" for i in fake.requests[1].json["input"])
 
 
+async def test_a_fallback_to_a_model_that_does_not_reason_gets_no_reasoning_items(
+    fake: FakeOpenAIServer, provider: OpenAIResponsesProvider
+) -> None:
+    fake.enqueue(
+        responses_answer(
+            function_calls=[("call_1", "get_quote", {"symbol": "ACME"})], reasoning="Think."
+        )
+    )
+    first = await provider.complete(request())
+    call = first.message.tool_calls[0]
+    later = request(first.message, Message.tool_result(call, "42.0"), step=1)
+
+    to_gpt_4o = provider.params(later.model_copy(update={"model": "gpt-4o"}))
+
+    assert "include" not in to_gpt_4o
+    assert [i.get("type") for i in to_gpt_4o["input"][2:]] == [
+        "function_call",
+        "function_call_output",
+    ]
+
+
 def test_the_default_provider_serves_openai_responses_names_with_the_workers_key() -> None:
     routes = default_provider(ModelSettings.load(openai_api_key="sk-worker-key"))
     provider, name = routes.resolve("openai-responses:gpt-5")
