@@ -93,21 +93,21 @@ async def test_a_replayed_fork_reads_the_turns_of_the_runs_its_original_continue
     client: Client, agents: AgentClient, task_queue: str
 ) -> None:
     # Relay continues as new after every two steps: the turns after step 1 are spread
-    # over three more runs of the original's chain.
-    days = [tool_call("daily_report", day=day) for day in range(1, 6)]
+    # over two runs of the original's chain.
+    days = [tool_call("daily_report", day=day) for day in range(1, 4)]
     model = ScriptedModel([*days, reply("done")])
     async with agent_worker(client, Relay, model=model, task_queue=task_queue):
-        handle = await agents.start(Relay, "Read five days.")
+        handle = await agents.start(Relay, "Read three days.")
         original = await agents.result(handle.id)
         fork = await agents.fork(handle.id, at_step=1)
         forked = await agents.result(fork.id)
         asked = len(model.requests)
-        paid = await agents.fork(handle.id, at_step=5, replay_model_turns=False)
+        paid = await agents.fork(handle.id, at_step=3, replay_model_turns=False)
         await agents.result(paid.id)
 
-    assert asked == original.steps == 6  # the fork asked the model nothing
-    assert (forked.output, forked.steps) == ("done", 6)
-    assert [r.step for r in model.requests[asked:]] == [6]  # without replay: paid for
+    assert asked == original.steps == 4  # the fork asked the model nothing
+    assert (forked.output, forked.steps) == ("done", 4)
+    assert [r.step for r in model.requests[asked:]] == [4]  # without replay: paid for
 
 
 async def test_a_run_of_another_tenant_never_answers_a_turn(
