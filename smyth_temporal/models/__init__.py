@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from smyth_temporal.models._errors import to_application_error
     from smyth_temporal.models._google import GoogleProvider
     from smyth_temporal.models._openai import OpenAIProvider
-    from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
+    from smyth_temporal.models._openai_responses import (
+        OpenAIResponsesProvider,
+        is_reasoning_model,
+    )
 
 __all__ = [
     "AnthropicProvider",
@@ -39,6 +42,7 @@ __all__ = [
     "StreamingModelProvider",
     "TextSink",
     "default_provider",
+    "is_reasoning_model",
     "load_price_table",
     "to_application_error",
 ]
@@ -59,10 +63,10 @@ def __getattr__(name: str) -> Any:
         from smyth_temporal.models._openai import OpenAIProvider
 
         return OpenAIProvider
-    if name == "OpenAIResponsesProvider":
-        from smyth_temporal.models._openai_responses import OpenAIResponsesProvider
+    if name in ("OpenAIResponsesProvider", "is_reasoning_model"):
+        from smyth_temporal.models import _openai_responses
 
-        return OpenAIResponsesProvider
+        return getattr(_openai_responses, name)
     if name == "to_application_error":
         from smyth_temporal.models._errors import to_application_error
 

@@ -11,8 +11,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal import AgentClient
-from smyth_temporal.models import OpenAIResponsesProvider, default_provider
-from smyth_temporal.models._openai_responses import is_reasoning_model
+from smyth_temporal.models import OpenAIResponsesProvider, default_provider, is_reasoning_model
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import (
     FakeOpenAIServer,
