@@ -181,6 +181,10 @@ async def test_streamed_text_concatenates_to_the_answer_complete_gives(
         assert got.message.tool_calls == expected.message.tool_calls
         assert got.message.content == expected.message.content
         assert got.finish_reason == expected.finish_reason
+        assert len(got.message.provider_items) == len(expected.message.provider_items)
+    # The reasoning item came whole with the stream's last event, sealed, and went back.
+    assert streamed[0].message.provider_items[0]["encrypted_content"]
+    assert streamed[0].message.provider_items[0] in fake.requests[1].json["input"]
     assert all(r.streamed for r in fake.requests[:2])
 
 
