@@ -28,7 +28,7 @@ from smyth_temporal.exceptions import ToolCallError
 from smyth_temporal.tools import RECONCILE_PATCH, Reconciled, Tool
 from smyth_temporal.types.approvals import arguments_sha256
 from smyth_temporal.types.messages import ToolCall
-from smyth_temporal.types.rewind import RewoundCall
+from smyth_temporal.types.rewind import RewindNotice, RewoundCall
 from smyth_temporal.types.tools import ToolInvocation
 
 __all__ = ["OutcomeUnknown", "Reconciler", "unknown_reason"]
@@ -68,6 +68,7 @@ class Reconciler:
     def __init__(self, run: Run, *, patched: Callable[[str], bool] = workflow.patched) -> None:
         self._run = run
         self._patched = patched
+        self._notice: RewindNotice | None = None  # the notice the claims index into
         self._claims: dict[tuple[int, str], int] = {}  # (step, call id) -> notice index
         self._answered: set[tuple[int, str]] = set()
 
@@ -79,6 +80,9 @@ class Reconciler:
         notice = self._run.rewind
         if notice is None or spec.reconcile is None:
             return None
+        if notice is not self._notice:
+            # Rewound again: the new notice lists what its own reset left behind.
+            self._notice, self._claims, self._answered = notice, {}, set()
         key = (self._run.conversation.step, call.id)
         if key in self._answered:
             return None
@@ -93,6 +97,16 @@ class Reconciler:
                 self._claims[key] = index
                 return rewound
         return None
+
+    def release(self, call: ToolCall) -> None:
+        """Give back ``call``'s claim if it was never asked about (the turn was interrupted).
+
+        The abandoned call is then matched by the next call that repeats it, instead of
+        being used up by a call that never ran.
+        """
+        key = (self._run.conversation.step, call.id)
+        if key not in self._answered:
+            self._claims.pop(key, None)
 
     def waiting(self, spec: Tool | None, call: ToolCall) -> bool:
         """Whether ``call`` waits for its reconcile answer before it may ask approval."""

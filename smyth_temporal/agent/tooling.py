@@ -324,6 +324,7 @@ class ToolRunner:
             request = self.request_approval(each)
             if request is not None:
                 self._approvals.withdraw(request)
+            self._reconciler.release(each)
         return [self.error(each, "not run: the turn was interrupted") for each in calls]
 
     def error(self, call: ToolCall, text: str) -> Message:

@@ -152,3 +152,58 @@ def test_each_abandoned_call_is_reconciled_by_at_most_one_matching_call(
         else:
             assert found[0] is None
     assert len({id(r) for r in claimed.values()}) == len(claimed)  # never claimed twice
+
+
+def _reconciler(
+    *abandoned: tuple[str, dict[str, Any]],
+) -> tuple[Reconciler, Any, dict[str, Tool]]:
+    notice = RewindNotice(
+        to_step=0,
+        abandoned_run_id="r",
+        side_effects=tuple(
+            RewoundCall(
+                step=1,
+                call_id=f"old_{i}",
+                tool=name,
+                arguments_sha256=arguments_sha256(args),
+                idempotency_key=f"old/{i}",
+                outcome="completed",
+            )
+            for i, (name, args) in enumerate(abandoned)
+        ),
+    )
+    run: Any = SimpleNamespace(rewind=notice, conversation=SimpleNamespace(step=1))
+    return Reconciler(run, patched=lambda _: True), run, {n: _tool(n) for n in ("send", "pay")}
+
+
+def test_a_call_an_interrupt_stopped_gives_its_abandoned_call_back() -> None:
+    # The turn that repeated the send was interrupted before it ran: the next turn's
+    # send must still be reconciled, not run blindly a second time.
+    reconciler, run, tools = _reconciler(("send", {"to": "ann"}))
+    first = ToolCall(id="call_1_0", name="send", arguments='{"to": "ann"}')
+    assert reconciler.waiting(tools["send"], first)
+    reconciler.release(first)
+    run.conversation.step = 2
+    again = ToolCall(id="call_2_0", name="send", arguments='{"to": "ann"}')
+    assert reconciler.claim(tools["send"], again, {"to": "ann"}) is not None
+
+
+def test_a_second_rewind_matches_against_its_own_notice() -> None:
+    # Claims index into the notice they were made against; a new notice (a rewind of
+    # the rewound run) lists other calls, and an old claim must not use one of them up.
+    reconciler, run, tools = _reconciler(("send", {"to": "ann"}), ("pay", {"to": "bob"}))
+    call = ToolCall(id="call_1_0", name="send", arguments="{}")
+    assert reconciler.claim(tools["send"], call, {"to": "ann"}) is not None
+    again = RewoundCall(
+        step=2,
+        call_id="call_2_0",
+        tool="send",
+        arguments_sha256=arguments_sha256({"to": "ann"}),
+        idempotency_key="newer/0",
+        outcome="completed",
+    )
+    run.rewind = run.rewind.model_copy(update={"side_effects": (again,)})
+    run.conversation.step = 2
+    later = ToolCall(id="call_2_0", name="send", arguments="{}")
+    found = reconciler.claim(tools["send"], later, {"to": "ann"})
+    assert found is not None and found.idempotency_key == "newer/0"
