@@ -4,7 +4,8 @@ Like :class:`~smyth_temporal.testing.FakeAnthropicServer`, it fakes only the HTT
 so the real ``google-genai`` client builds the requests and parses the answers
 (``genai.Client(api_key=..., http_options={"base_url": server.base_url})``):
 
-* ``POST /v1beta/models/MODEL:generateContent`` (any API version) answers with the turns a test
+* ``POST /v1beta/models/MODEL:generateContent`` (any API version; Vertex AI's
+  ``projects/P/locations/L/publishers/google/models/MODEL`` too) answers with the turns a test
   scripted (:meth:`FakeGoogleServer.enqueue`, FIFO): text, function calls, thinking,
   or an error (:func:`google_error`: a 429 ``RESOURCE_EXHAUSTED`` with a ``RetryInfo``
   delay, a 503 ``UNAVAILABLE``, ...). ``:streamGenerateContent?alt=sse`` gets the same
@@ -54,7 +55,8 @@ from smyth_temporal.testing._fake_http import Exchange, FakeHTTPServer
 
 __all__ = ["FakeGoogleServer", "GoogleTurn", "google_error", "google_turn"]
 
-_VERSION = re.compile(r"^/v1[a-z0-9]*/")  # the SDK's API version: v1, v1beta, ...
+# The SDK's API version (v1, v1beta, ...) and, on Vertex AI, the resource's place.
+_PREFIX = re.compile(r"^/v1[a-z0-9]*/(projects/[^/]+/locations/[^/]+/)?(publishers/[^/]+/)?")
 _MODELS_PREFIX = "models/"
 _CACHES_PATH = "cachedContents"
 _CHARS_PER_TOKEN = 4
@@ -198,7 +200,7 @@ class FakeGoogleServer(FakeHTTPServer):
     def answer(self, exchange: Exchange) -> None:
         """Answer the API's routes; anything else is a 404."""
         request = exchange.request
-        path = _VERSION.sub("", urlsplit(request.path).path.rstrip("/"))
+        path = _PREFIX.sub("", urlsplit(request.path).path.rstrip("/"))
         body = request.json if isinstance(request.json, dict) else {}
         try:
             if path.startswith(_MODELS_PREFIX) and request.method == "POST":
@@ -238,8 +240,10 @@ class FakeGoogleServer(FakeHTTPServer):
         cached: list[tuple[str, int]] = []
         name = body.get("cachedContent")
         if name is not None:
+            # Vertex AI names it by its whole resource path.
+            short = str(name)[str(name).find("cachedContents/") :]
             with self._lock:
-                entry = self._caches.get(str(name))
+                entry = self._caches.get(short)
             if entry is None:
                 return _error(403, f"CachedContent not found (or permission denied): {name}")
             if body.get("systemInstruction") or body.get("tools") or body.get("toolConfig"):
@@ -248,7 +252,7 @@ class FakeGoogleServer(FakeHTTPServer):
                     "CachedContent can not be used with GenerateContent request setting "
                     "system_instruction, tools or tool_config.",
                 )
-            if entry["model"] != f"models/{model}":
+            if not str(entry["model"]).endswith(f"models/{model}"):
                 return _error(400, f"model {model} does not match the cached content's model")
             cached = list(_prompt_parts(entry["body"]))
         parts = cached + list(_prompt_parts({"contents": body.get("contents")}))

@@ -10,9 +10,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from google import genai
+from google.oauth2.credentials import Credentials
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal.models import default_provider
+from smyth_temporal.models._anthropic import AnthropicProvider
 from smyth_temporal.models._google import GEMINI_PART, GoogleProvider
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import FakeGoogleServer, google_error, google_turn
@@ -382,3 +385,76 @@ def test_the_default_provider_serves_google_names_with_the_workers_key() -> None
     routes = default_provider(settings)
     provider, name = routes.resolve("google:gemini-2.5-pro")
     assert (type(provider), name) == (GoogleProvider, "gemini-2.5-pro")
+
+
+async def test_vertex_ai_goes_through_the_same_sdk_with_the_workers_credentials(
+    fake: FakeGoogleServer,
+) -> None:
+    client = genai.Client(
+        vertexai=True,
+        project="trading",
+        location="europe-west4",
+        credentials=Credentials(token="vertex-test-token"),  # type: ignore[no-untyped-call]
+        http_options={"base_url": fake.base_url, "retry_options": {"attempts": 1}},
+    )
+    provider = GoogleProvider(client=client, context_cache=True)
+    fake.enqueue(google_turn("Quoted through Vertex."))
+    pieces: list[str] = []
+    answer = await provider.stream(request(), pieces.append)
+
+    assert "".join(pieces) == answer.message.content == "Quoted through Vertex."
+    place = "/projects/trading/locations/europe-west4/"
+    [create, generate] = fake.requests
+    assert place in create.path and create.path.endswith("/cachedContents")
+    assert place + "publishers/google/models/gemini-test:streamGenerateContent" in generate.path
+    assert generate.headers["authorization"] == "Bearer vertex-test-token"
+    assert "x-goog-api-key" not in generate.headers
+    assert answer.usage.cached_tokens == fake.reports[0].cache_read_input_tokens > 0
+
+
+def test_each_provider_sends_back_only_its_own_items() -> None:
+    """A turn may move between providers (fallback models): neither sends the other's."""
+    call = ToolCall(id="call_0_0", name="get_quote", arguments='{"symbol": "ACME"}')
+    claude = Message(
+        role="assistant",
+        tool_calls=[call],
+        provider_items=[{"type": "thinking", "thinking": "t", "signature": "anthropic-sig"}],
+    )
+    gemini = Message(
+        role="assistant",
+        tool_calls=[call],
+        provider_items=[
+            {
+                "type": GEMINI_PART,
+                "part": {
+                    "function_call": {"name": "get_quote", "args": {"symbol": "ACME"}},
+                    "thought_signature": "c2ln",
+                },
+            }
+        ],
+    )
+    to_gemini = GoogleProvider(api_key="k").params(
+        request(claude, Message.tool_result(call, "42.0"))
+    )
+    to_claude = AnthropicProvider(api_key="sk-ant-test-key").params(
+        request(gemini, Message.tool_result(call, "42.0"))
+    )
+
+    assert "anthropic-sig" not in json.dumps(to_gemini)
+    assert to_gemini["contents"][1]["parts"] == [
+        {"function_call": {"id": "call_0_0", "name": "get_quote", "args": {"symbol": "ACME"}}}
+    ]
+    assert "c2ln" not in json.dumps(to_claude) and GEMINI_PART not in json.dumps(to_claude)
+
+
+def test_a_signed_message_whose_calls_changed_is_rebuilt_not_sent_stale() -> None:
+    call = ToolCall(id="call_0_0", name="add_note", arguments="{}")
+    signed_two = [
+        {"type": GEMINI_PART, "part": {"function_call": {"name": n, "args": {}}}}
+        for n in ("get_quote", "add_note")
+    ]
+    edited = Message(role="assistant", tool_calls=[call], provider_items=signed_two)
+    params = GoogleProvider(api_key="k").params(request(edited))
+    assert params["contents"][1]["parts"] == [
+        {"function_call": {"id": "call_0_0", "name": "add_note", "args": {}}}
+    ]
