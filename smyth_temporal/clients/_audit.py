@@ -73,6 +73,7 @@ class _Run:
         self.entries: list[AuditEntry] = []
         self._scheduled: dict[int, tuple[str, Any]] = {}
         self.fork_of: ForkOrigin | None = None
+        self._reset_from: set[str] = set()  # the abandoned runs of the resets read
         self._started: dict[int, HistoryEvent] = {}
 
     async def _value(self, payloads: Sequence[Payload]) -> Any:
@@ -133,6 +134,7 @@ class _Run:
                 else:
                     await self._rewound(event)
             elif (reset := reset_runs(event)) is not None:
+                self._reset_from.add(reset[0])
                 failed = event.workflow_task_failed_event_attributes
                 self._add(
                     event,
@@ -224,6 +226,8 @@ class _Run:
             "rewound",
             to_step=notice.to_step,
             abandoned_run_id=notice.abandoned_run_id,
+            # A notice that follows no reset of the run it names was not sent by a rewind.
+            after_reset=notice.abandoned_run_id in self._reset_from,
             by=notice.by,
             prompt_sha256=_sha256(notice.prompt) if notice.prompt is not None else None,
             side_effects=[

@@ -173,6 +173,7 @@ async def test_a_rewind_is_in_the_runs_lineage_and_audit_and_is_no_lost_worker(
     assert (reset.fields["abandoned_run_id"], reset.fields["new_run_id"]) == (abandoned, new_run)
     [rewound] = trail.of("rewound")
     assert rewound.fields["to_step"] == 1 and rewound.fields["by"] == "alice"
+    assert rewound.fields["after_reset"] is True
     assert rewound.fields["side_effects"][0]["idempotency_key"] == "key-2"
     assert "result" not in rewound.fields["side_effects"][0]  # results stay out of the audit
     assert "prompt" not in rewound.fields and len(rewound.fields["prompt_sha256"]) == 64
@@ -199,6 +200,10 @@ async def test_a_rewind_notice_without_its_reset_is_no_rewind_and_a_key_cannot_s
         genuine = RewindNotice(to_step=0, abandoned_run_id=first, by="alice")
         await client.get_workflow_handle(handle.id).signal(REWIND_SIGNAL, genuine)
         rewinds = (await agents.state(handle.id, lineage=True)).rewinds
+        trail = await agents.audit(handle.id)
         await handle.terminate()
 
     assert [(r.abandoned_run_id, r.run_id, r.by) for r in rewinds] == [(first, new_run, "alice")]
+    # The audit shows both signals, and which followed a reset.
+    notices = [(e.fields["by"], e.fields["after_reset"]) for e in trail.of("rewound")]
+    assert notices == [("mallory", False), ("alice", True)]
