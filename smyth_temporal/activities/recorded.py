@@ -121,6 +121,8 @@ class _Recording:
     responses: dict[str, ModelResponse] = field(default_factory=dict)
     closed: bool = True
     """Whether the chain had ended when read (a running parent may record more turns)."""
+    last_step: int = 0
+    """The last step the parent had taken when read (its fork step if none since)."""
 
 
 class RecordedTurns:
@@ -139,8 +141,9 @@ class RecordedTurns:
     async def answer(self, client: Client, request: ModelRequest) -> ModelResponse | None:
         """The response the parent recorded for a request equal to ``request``, if any.
 
-        A parent still running when it was read is read again when a request is not
-        found in it (it may have taken that turn since). ``None`` when the parent's run
+        A parent still running when it was read is read again for a request of a step
+        it had not taken then (it may have since); a miss at a step it had taken is a
+        divergence, which no later reading changes. ``None`` when the parent's run
         is gone, of another tenant, or recorded no such request.
         """
         source = request.replay_from
@@ -149,7 +152,11 @@ class RecordedTurns:
         key = turn_key(request)
         kept = (source.workflow_id, source.run_id, source.after_step)
         recording = self._kept.get(kept)
-        if recording is None or (not recording.closed and key not in recording.responses):
+        if recording is None or (
+            not recording.closed
+            and key not in recording.responses
+            and request.step > recording.last_step
+        ):
             recording = await self._read(client, source)
         self._kept[kept] = recording
         self._kept.move_to_end(kept)
@@ -174,9 +181,11 @@ class RecordedTurns:
             handle = client.get_workflow_handle(source.workflow_id, run_id=run_id)
             history = await handle.fetch_history()
             if recording is None:
-                recording = _Recording(tenant=await _tenant(client, history))
+                tenant = await _tenant(client, history)
+                recording = _Recording(tenant=tenant, last_step=source.after_step)
             for request, response in await turns_of(client, history, after_step=source.after_step):
                 recording.responses.setdefault(turn_key(request), response)
+                recording.last_step = max(recording.last_step, request.step)
             last = history.events[-1].event_type if history.events else None
             recording.closed = last in _CLOSED
             run_id = next_run(history)

@@ -27,6 +27,7 @@ from smyth_temporal.testing import (
 )
 from smyth_temporal.types.budget import Price, PriceTable
 from smyth_temporal.types.model import ModelRequest, RecordedRun
+from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import PRICES, Analyst
 from tests.helpers.context_agents import Relay
 from tests.helpers.fork_agents import QuoteEvaluator
@@ -186,3 +187,34 @@ async def test_a_replayed_fork_of_an_encrypted_run_reads_its_turns_with_the_work
     assert (forked.output, forked.usage.requests) == (answer, 0)
     sealed = [p.data for event in history.events for p in payloads_in(event)]
     assert sealed and not any(answer.encode() in data for data in sealed)
+
+
+async def test_a_running_parent_is_read_again_only_for_a_step_it_had_not_taken(
+    client: Client, agents: AgentClient, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel([reply("Hello."), reply("Hello again.")])
+    parent_id = session_workflow_id("Analyst", "default", "recorded")
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        await agents.send(Analyst, "recorded", "Hi")  # the session stays open after step 1
+        history = await client.get_workflow_handle(parent_id).fetch_history()
+        [(asked, _)] = await turns_of(client, history)
+        turns = RecordedTurns()
+        reads: list[int] = []
+        read = RecordedTurns._read
+
+        async def counted(self: RecordedTurns, *args: Any) -> Any:
+            reads.append(1)
+            return await read(self, *args)
+
+        monkeypatch.setattr(RecordedTurns, "_read", counted)
+        source = RecordedRun(workflow_id=parent_id, run_id=history.run_id)
+        diverged = asked.model_copy(update={"replay_from": source, "settings": {"seed": 1}})
+        for _ in range(3):  # a fork that left the record at a step the parent had taken
+            assert await turns.answer(client, diverged) is None
+        assert len(reads) == 1
+        await agents.send(Analyst, "recorded", "Hi again")  # the parent takes step 2
+        ahead = diverged.model_copy(update={"step": 2})
+        assert await turns.answer(client, ahead) is None  # beyond what was read: read again
+        assert len(reads) == 2
+        assert await turns.answer(client, ahead) is None  # the parent has taken step 2 now
+        assert len(reads) == 2
