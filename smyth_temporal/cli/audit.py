@@ -88,6 +88,11 @@ def _cell(value: Any) -> str:
 
 def _details(entry: AuditEntry) -> str:
     rest = {k: v for k, v in entry.fields.items() if k not in _SHOWN}
+    if "side_effects" in rest:  # a rewind's: tool@step (outcome, idempotency key) each
+        rest["side_effects"] = ", ".join(
+            f"{c.get('tool')}@{c.get('step')} ({c.get('outcome')}, {c.get('idempotency_key')})"
+            for c in rest["side_effects"]
+        )
     return " ".join(f"{k}={v}" for k, v in rest.items())
 
 
@@ -116,6 +121,10 @@ def _table(trail: AuditTrail) -> Table:
             what += f" ({fields['input_tokens']}+{fields.get('output_tokens', 0)} tokens)"
         if "approved" in fields:
             what = f"{'approved' if fields['approved'] else 'rejected'} by {fields.get('by')}"
+        if entry.kind == "rewound":
+            calls = fields.get("side_effects") or []
+            what = f"to step {fields.get('to_step')} by {fields.get('by') or '?'}"
+            what += f", {len(calls)} side effect(s) not undone" if calls else ""
         outcome = _cell(fields.get("outcome"))
         if (fields.get("attempts") or 1) > 1:
             outcome += f" after {fields['attempts']} attempts"

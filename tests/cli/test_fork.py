@@ -1,11 +1,15 @@
-"""``smyth state`` of a forked run, and of a run with forks and rewinds."""
+"""``smyth state`` and ``smyth audit`` of a forked run, and of a run with forks and rewinds."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from rich.console import Console
+
 from smyth_temporal.cli._output import format_state
+from smyth_temporal.cli.audit import _table
 from smyth_temporal.types.agent import AgentState, ForkOrigin
+from smyth_temporal.types.audit import AuditEntry, AuditTrail
 from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.rewind import RewoundCall
 
@@ -62,3 +66,33 @@ def test_smyth_state_lists_a_runs_forks_and_the_side_effects_its_rewinds_could_n
         "rewound  to step 2 by alice, 2026-11-26 08:00:00 UTC (abandoned run r1): "
         "1 side-effect call(s) not undone (send_email at step 3)"
     ) in lines
+
+
+def test_smyth_audit_names_a_runs_lineage_and_what_a_rewind_could_not_undo() -> None:
+    rewound = AuditEntry(
+        time=datetime(2026, 11, 26, 8, 0),
+        run_id="r2",
+        event_id=30,
+        kind="rewound",
+        fields={
+            "to_step": 2,
+            "by": "alice",
+            "after_reset": True,
+            "side_effects": [
+                {"tool": "send_email", "step": 3, "outcome": "completed", "idempotency_key": "k3"}
+            ],
+        },
+    )
+    trail = AuditTrail(
+        workflow_id="Analyst-1",
+        runs=["r2"],
+        entries=[rewound],
+        fork_of=ForkOrigin(workflow_id="Analyst-0", run_id="r0", step=4),
+        forks=[ForkRef(workflow_id="f-a", run_id="fa", step=1, status="completed")],
+    )
+    console = Console(width=400, record=True)
+    console.print(_table(trail))
+    text = console.export_text()
+    assert "forked from Analyst-0 after step 4; forks: f-a (after step 1, completed)" in text
+    assert "to step 2 by alice, 1 side effect(s) not undone" in text
+    assert "side_effects=send_email@3 (completed, k3)" in text
