@@ -16,9 +16,9 @@ Prints the median and the spread of each, and the model requests the forks made 
 steps up to 200 (the goal: none, and a fork under 1 s).
 
 Then the replayed evaluation: ``Evaluated`` looks up 20 items and answers (21 model
-turns); the same task runs again with step 15's tool output changed, on a
-``ReplayModel`` of the first run: it prints the turns answered from the record and the
-turns (and tokens) the model was asked for.
+turns); it is forked at step 0 with step 15's tool output changed, and the fork's worker
+answers the turns the original recorded (``replay_model_turns``): it prints the turns
+answered from the record, those the model was asked for, and the tokens paid.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from temporalio.client import Client
 from bench._fork_agents import CHANGED_AT, EVAL_STEPS, LONG_STEPS, Evaluated, LongRun, Nothing
 from smyth_temporal import AgentClient
 from smyth_temporal.testing import (
-    ReplayModel,
     ScriptedModel,
     agent_worker,
     new_task_queue,
@@ -80,21 +79,21 @@ async def main(rounds: int) -> None:
 
 async def _evaluation(client: Client, agents: AgentClient, queue: str) -> str:
     script = [*[tool_call("lookup", n=n) for n in range(1, EVAL_STEPS + 1)], reply("done")]
-    async with agent_worker(client, Evaluated, model=ScriptedModel(script), task_queue=queue):
-        recorded = await agents.start(Evaluated, "Look up 20 items.")
-        await agents.result(recorded.id)
-    fallback = ScriptedModel(script)
-    model = await ReplayModel.from_history(client, recorded.id, fallback)
-    CHANGED_AT["step"] = 15
+    model = ScriptedModel(script)
+    CHANGED_AT.clear()
     async with agent_worker(client, Evaluated, model=model, task_queue=queue):
-        result = await agents.run(Evaluated, "Look up 20 items.")
-    turns = model.replayed + model.called
-    tokens = sum(r.usage.input_tokens + r.usage.output_tokens for _, r in model.recorded.values())
+        recorded = await agents.start(Evaluated, "Look up 20 items.")
+        original = await agents.result(recorded.id)
+        paid_before = len(model.requests)
+        CHANGED_AT["step"] = 15  # the change under evaluation, on the same worker
+        fork = await agents.fork(recorded.id, at_step=0)  # replays the recorded turns
+        result = await agents.result(fork.id)
+    called = len(model.requests) - paid_before
+    turns, paid, full = result.steps, result.usage.total_tokens, original.usage.total_tokens
     return (
-        f"replayed evaluation ({result.steps} turns, step 15's tool output changed): "
-        f"{model.replayed} turns from the record, {model.called} asked of the model "
-        f"(first at step {model.diverged_at}); {model.called}/{turns} of the calls and about "
-        f"{model.called / turns:.0%} of the {tokens} recorded tokens paid for"
+        f"replayed evaluation on the worker ({turns} turns, step 15's tool output changed): "
+        f"{turns - called} turns answered from the record, {called} asked of the model; "
+        f"tokens {paid} against the original's {full} ({1 - paid / full:.0%} saved)"
     )
 
 
