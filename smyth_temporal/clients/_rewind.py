@@ -39,6 +39,7 @@ Added in 0.10.0.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -96,6 +97,9 @@ _TASK_ENDS = {
     _E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
 }
 _PATCH_MARKER = "core_patch"
+_TURN_SUMMARY = re.compile(r"model turn (\d+)(?: \(fallback .*\))?$")
+"""How ``agent.loop`` sums up a model turn's call in history."""
+_SUMMARY_CALL = "summary "
 _UNKNOWN_CLOSE = (
     _E.EVENT_TYPE_ACTIVITY_TASK_FAILED,
     _E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
@@ -225,6 +229,28 @@ class _Reader:
                 if signaled.signal_name == APPROVAL_SIGNAL and self._after(event):
                     self._void(await self._value(signaled.input.payloads))
 
+    async def _turn(self, event: HistoryEvent) -> int | None:
+        """The step of a model turn's call (``None``: another model call).
+
+        From the call's summary (``model turn N``), small, when it has one: decoding every
+        turn's request (the whole conversation) made a rewind of a 200-step run 8x the
+        bare reset.
+        """
+        summary = event.user_metadata.summary
+        text = await self._value([summary]) if summary.data else None
+        if isinstance(text, str):
+            if text.startswith(_SUMMARY_CALL):
+                return None
+            found = _TURN_SUMMARY.match(text)
+            if found:
+                return int(found.group(1))
+        scheduled = event.activity_task_scheduled_event_attributes
+        request = await self._value(scheduled.input.payloads)
+        if not isinstance(request, dict) or request.get("purpose") != "turn":
+            return None
+        step = request.get("step")
+        return step if isinstance(step, int) else None
+
     def _after(self, event: HistoryEvent) -> bool:
         return self.reset_event_id is not None and event.event_id > self.reset_event_id
 
@@ -237,11 +263,8 @@ class _Reader:
         scheduled = event.activity_task_scheduled_event_attributes
         name = scheduled.activity_type.name
         if name == MODEL_ACTIVITY:
-            request = await self._value(scheduled.input.payloads)
-            if not isinstance(request, dict) or request.get("purpose") != "turn":
-                return
-            step = request.get("step")
-            if isinstance(step, int):
+            step = await self._turn(event)
+            if step is not None:
                 self.steps_taken = max(self.steps_taken, step)
                 if step == self._step + 1 and self.reset_event_id is None:
                     # The task that started step N+1's turn ended step N.
