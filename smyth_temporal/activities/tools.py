@@ -41,6 +41,7 @@ from smyth_temporal.tools import (
     ACTIVITY_EXECUTOR,
     RECONCILE_UNKNOWN,
     Reconciled,
+    ReconcileFunction,
     Tool,
     ToolContext,
     run_blocking,
@@ -116,16 +117,16 @@ async def reconcile_call(spec: Tool, invocation: ToolInvocation, secrets: Secret
             type="ToolDefinitionError",
             non_retryable=True,
         )
-    with serving_tool_call(_context(spec, invocation, secrets)):
-        async with auto_heartbeat():
-            arguments = dict(invocation.arguments)
-            if inspect.iscoroutinefunction(spec.reconcile):
-                answer = await spec.reconcile(invocation.idempotency_key, arguments)
-            else:
-                # A plain ``def`` hook runs in a thread, as a plain ``def`` tool does.
-                answer = await run_blocking(spec.reconcile, invocation.idempotency_key, arguments)
-            if inspect.isawaitable(answer):
-                answer = await answer
+    try:
+        answer = await _ask_hook(spec, spec.reconcile, invocation, secrets)
+    except ApplicationError as exc:
+        raise _masked(exc) from None
+    except Exception as exc:
+        # Retryable: the system the hook asks may be back on the next attempt. Masked:
+        # the error reaches history and, when the retries run out, an approver.
+        raise ApplicationError(
+            redact(f"{type(exc).__name__}: {exc}"), type=type(exc).__name__
+        ) from None
     if not isinstance(answer, Reconciled):
         raise ApplicationError(
             f"the reconcile hook of tool '{spec.name}' returned {type(answer).__name__}; "
@@ -145,6 +146,22 @@ async def reconcile_call(spec: Tool, invocation: ToolInvocation, secrets: Secret
         )
     # The reason reaches an approval request (history, notifications): masked too.
     return answer.model_copy(update={"reason": redact(answer.reason)} if answer.reason else {})
+
+
+async def _ask_hook(
+    spec: Tool, hook: ReconcileFunction, invocation: ToolInvocation, secrets: Secrets
+) -> object:
+    with serving_tool_call(_context(spec, invocation, secrets)):
+        async with auto_heartbeat():
+            arguments = dict(invocation.arguments)
+            if inspect.iscoroutinefunction(hook):
+                answer: object = await hook(invocation.idempotency_key, arguments)
+            else:
+                # A plain ``def`` hook runs in a thread, as a plain ``def`` tool does.
+                answer = await run_blocking(hook, invocation.idempotency_key, arguments)
+            if inspect.isawaitable(answer):
+                answer = await answer
+    return answer
 
 
 def _make_reconcile_activity(spec: Tool, secrets: Secrets) -> Callable[[ToolInvocation], Any]:

@@ -18,14 +18,19 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from smyth_temporal import AgentClient, AgentInput, tool
+from smyth_temporal.activities import tool_activities
 from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.security import EnvSecrets, Secrets
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
-from smyth_temporal.tools import Reconciled
+from smyth_temporal.tools import Reconciled, tool_context
 from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
+from smyth_temporal.types.tools import ToolInvocation
 from tests.agent.test_crash_recovery import RESULT_TIMEOUT, wait_for_entry
 from tests.helpers.reconcile_agents import Payer, Postman, abandoned_send
 from tests.helpers.reconcile_worker import spawn_payer
@@ -63,6 +68,32 @@ def test_only_side_effect_tools_take_a_reconcile_hook() -> None:
     with pytest.raises(ToolDefinitionError, match="takes a function"):
         tool(effect="side_effect", reconcile="hook")(act)  # type: ignore[arg-type]
     assert tool(effect="side_effect", reconcile=hook)(act).reconcile is hook
+
+
+async def test_a_reconcile_hooks_error_never_carries_a_secret() -> None:
+    # The error goes to history and, once the retries run out, to an approver.
+    def leaky(key: str, arguments: object) -> Reconciled:
+        raise RuntimeError(f"archive refused key {tool_context().secrets['MAIL_KEY']}")
+
+    async def mail(to: str) -> str:
+        return to
+
+    spec = tool(name="mail", effect="side_effect", secrets=["MAIL_KEY"], reconcile=leaky)(mail)
+    secrets = Secrets([EnvSecrets({"MAIL_KEY": "s3cr3t-value"})])
+    reconcile = tool_activities([spec], secrets)[1]
+    invocation = ToolInvocation(
+        tool="mail",
+        call_id="call_1_0",
+        arguments={"to": "ann"},
+        idempotency_key="k",
+        agent="A",
+        step=1,
+        tenant="default",
+    )
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(reconcile, invocation)
+    assert "s3cr3t-value" not in str(raised.value)
+    assert "[secret:MAIL_KEY]" in str(raised.value) and not raised.value.non_retryable
 
 
 async def test_a_rewound_side_effect_is_reconciled_done_reused_not_done_runs_unknown_asks(
