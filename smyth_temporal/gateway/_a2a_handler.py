@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import NoReturn
 
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
@@ -139,24 +140,25 @@ def _a2a_errors(task_id: str) -> Iterator[None]:
         raise InternalError(str(exc)) from None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Delivered:
     """Where a message went.
 
     Its task (as known without asking the run), whether the message started it, the
     approval request it decided, and the check that a worker took the run it started
-    (``Gateway.confirm_started``), still going: awaited with ``confirmed``.
+    (``Gateway.confirm_started``), not made yet: ``confirmed`` makes it.
     """
 
     task: Task
     started: bool = False
     decided: str | None = None
-    confirming: asyncio.Future[None] | None = None
+    confirm: Callable[[], Awaitable[None]] | None = None
 
     async def confirmed(self) -> None:
-        """Wait for the pickup check (``UnknownAgentError``: no worker has the agent)."""
-        if self.confirming is not None:
-            await self.confirming
+        """Make the pickup check, once (``UnknownAgentError``: no worker has the agent)."""
+        confirm, self.confirm = self.confirm, None
+        if confirm is not None:
+            await confirm()
 
 
 class TemporalTasks(RequestHandler):
@@ -194,29 +196,23 @@ class TemporalTasks(RequestHandler):
                 if delivered.started
                 else await self._task(client, agent, delivered.task.id, history_length=history)
             )
-        try:
-            result = await self._settle(client, delivered.task.id)
-        except asyncio.CancelledError:
-            if delivered.confirming is not None:
-                delivered.confirming.cancel()
-            raise
-        except Exception:
-            await delivered.confirmed()  # a run no worker could take: that is the error
-            raise
-        await delivered.confirmed()
+        result = await self._settle(client, delivered.task.id, delivered)
         if result is not None and delivered.started and history is None:
             # Just started and ended: the task is what was sent and the result, with
             # no state query (it would wait for a worker to replay the run).
             return finished_task(delivered.task, result)
         return await self._task(client, agent, delivered.task.id, history_length=history)
 
-    async def _settle(self, client: AgentClient, task_id: str) -> AgentResult | None:
+    async def _settle(
+        self, client: AgentClient, task_id: str, delivered: Delivered | None = None
+    ) -> AgentResult | None:
         """Wait for the run's result, or for it to wait for a decision (then ``None``).
 
         As ``reply_or_pending`` does for whole answers: following the run's events would
         cost the run a poll per read (an update, a workflow task) and the answer the
         time it takes. Instead, every ``pending_check`` seconds without the result, the
         run's state is asked: a pending approval there means the task waits for input.
+        The first time, the pickup check of the run ``delivered`` started is made.
         """
         every = self.gateway.options.pending_check
         result = asyncio.ensure_future(client.result(task_id))
@@ -225,6 +221,8 @@ class TemporalTasks(RequestHandler):
                 await asyncio.wait({result}, timeout=every)
                 if result.done():
                     break
+                if delivered is not None:
+                    await delivered.confirmed()
                 with _a2a_errors(task_id):
                     state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
                 if state.pending_approvals and not result.done():
@@ -330,13 +328,13 @@ class TemporalTasks(RequestHandler):
             await client.start(agent, run, id=task_id)
         except WorkflowAlreadyStartedError:
             return Delivered(Task(id=task_id))  # the same message, sent twice at once
-        # The pickup check watches the run's history until a worker took it: about half
-        # a short run's time, so a whole answer waits for it beside the result.
-        confirming = (
-            asyncio.ensure_future(self.gateway.confirm_started(task_id, agent)) if served else None
-        )
+        # The pickup check watches the run's history until a worker took it: beside a
+        # short run, it cost a whole answer a fifth of its time (2026-11-26, bench.a2a).
+        # A result proves the pickup, so a whole answer makes the check only once the
+        # result is late (``_settle``); the other answers make it before they go on.
+        confirm = partial(self.gateway.confirm_started, task_id, agent) if served else None
         return Delivered(
-            submitted_task(task_id, context_id, message), started=True, confirming=confirming
+            submitted_task(task_id, context_id, message), started=True, confirm=confirm
         )
 
     async def _decide(self, client: AgentClient, agent: str, message: Message) -> str:

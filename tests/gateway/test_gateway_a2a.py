@@ -536,3 +536,44 @@ def _sse_error(answer: httpx.Response) -> dict[str, Any]:
     data = next(line for line in text.splitlines() if line.startswith("data:"))
     error = json.loads(data.removeprefix("data:"))["error"]
     return error
+
+
+async def test_a_task_the_worker_lacks_the_agent_for_is_terminated_and_refused(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # The pickup check of a whole SendMessage waits until the result is late: a run no
+    # worker can take is still found out, terminated and refused, not left waiting.
+    app = create_app(AgentClient(client, task_queue=task_queue), [Rater], keys=keys.store)
+    verdict = {"symbol": "ACME", "action": "buy", "confidence": 0.8}
+    async with serving(app) as url:
+        async with agent_worker(
+            client, Rater, model=ScriptedModel([reply(json.dumps(verdict))]), task_queue=task_queue
+        ):
+            served = await _post_send(url, keys, "Rate ACME.")
+        # Redeployed without Rater: the gateway's earlier answer is out of date.
+        async with agent_worker(client, Operator, model=ScriptedModel([]), task_queue=task_queue):
+            lost = await _post_send(url, keys, "Rate ACME again.")
+            runs = [
+                e
+                async for e in client.list_workflows(
+                    f"WorkflowType = 'Rater' AND TaskQueue = '{task_queue}'"
+                )
+            ]
+
+    assert served.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    error = lost.json()["error"]
+    assert "no worker" in error["message"] and "Rater" in error["message"], error
+    [terminated] = [
+        e for e in runs if e.id.startswith("a2a-") and e.id != served.json()["result"]["task"]["id"]
+    ]
+    assert terminated.status is not None and terminated.status.name == "TERMINATED"
+
+
+async def _post_send(url: str, keys: Keys, text: str) -> httpx.Response:
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+    async with httpx.AsyncClient(timeout=60) as http:
+        return await http.post(
+            f"{url}/a2a/Rater",
+            json=_rpc("SendMessage", {"message": message}),
+            headers={**keys.headers("operator"), **A2A_HEADERS},
+        )
