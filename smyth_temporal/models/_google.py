@@ -93,6 +93,27 @@ _SETTINGS = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
 _log = structlog.get_logger("smyth_temporal.model")
 
 
+def _httpx_errors() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Timeouts and transport errors of each HTTP client the SDK may use.
+
+    With ``httpx2`` (a fork of httpx under its own name) installed, the SDK sends with it,
+    and its errors are not httpx's.
+    """
+    timeouts: list[type[Exception]] = [httpx.TimeoutException]
+    transport: list[type[Exception]] = [httpx.TransportError]
+    try:
+        import httpx2
+    except ImportError:
+        pass
+    else:
+        timeouts.append(httpx2.TimeoutException)
+        transport.append(httpx2.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+_TIMEOUTS, _TRANSPORT_ERRORS = _httpx_errors()
+
+
 @dataclass(frozen=True)
 class _Cache:
     name: str | None  # None: the API refused to cache this prefix (too small)
@@ -327,13 +348,13 @@ def classify(exc: BaseException) -> ApplicationError:
             overloaded=exc.code == 503 or exc.status == "UNAVAILABLE",
             too_long=_too_long(message),
         )
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, _TIMEOUTS):
         return ApplicationError(
             "model request timed out before the endpoint answered",
             {"exception_type": type(exc).__name__},
             type="ModelTimeout",
         )
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, _TRANSPORT_ERRORS):
         return ApplicationError(
             f"could not connect to the Gemini endpoint ({type(exc).__name__})",
             {"exception_type": type(exc).__name__},

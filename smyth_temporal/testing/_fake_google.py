@@ -60,6 +60,7 @@ _PREFIX = re.compile(r"^/v1[a-z0-9]*/(projects/[^/]+/locations/[^/]+/)?(publishe
 _MODELS_PREFIX = "models/"
 _CACHES_PATH = "cachedContents"
 _CHARS_PER_TOKEN = 4
+_DROP_AFTER = "_dropAfter"  # the answer's own note, never sent
 _DEFAULT_MIN_CACHE_TOKENS = 1024  # Gemini 2.5 Flash's minimum; 2.5 Pro's is higher
 
 # The API's HTTP status for each of its error statuses.
@@ -87,6 +88,8 @@ class GoogleTurn:
         error: For an error: the body's ``error`` object (``code``, ``message``,
             ``status``, ``details``).
         headers: Extra response headers.
+        drop_after: Streamed: hang up after this many events, without ending the
+            stream, as a connection lost midway does.
     """
 
     parts: list[dict[str, Any]] = field(default_factory=list)
@@ -95,6 +98,7 @@ class GoogleTurn:
     status: int = 200
     error: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    drop_after: int | None = None
 
 
 def google_turn(
@@ -223,11 +227,15 @@ class FakeGoogleServer(FakeHTTPServer):
 
     def _generate(self, exchange: Exchange, model: str, body: dict[str, Any], stream: bool) -> None:
         status, answer, headers = self._answer(model, body)
+        drop_after = answer.pop(_DROP_AFTER, None)
         if status != 200 or not stream:
             exchange.send_json(status, answer, headers)
             return
         exchange.start_stream(headers=headers)
-        for chunk in _chunks(answer):
+        for index, chunk in enumerate(_chunks(answer)):
+            if index == drop_after:
+                exchange.hang_up()  # no last chunk: the client sees the body cut off
+                return
             exchange.event(json.dumps(chunk))
         exchange.end_stream()
 
@@ -290,7 +298,7 @@ class FakeGoogleServer(FakeHTTPServer):
         }
         if read:
             usage["cachedContentTokenCount"] = read
-        answer = {
+        answer: dict[str, Any] = {
             "candidates": [
                 {
                     "content": {"role": "model", "parts": content},
@@ -302,6 +310,8 @@ class FakeGoogleServer(FakeHTTPServer):
             "modelVersion": model,
             "responseId": uuid.uuid4().hex[:20],
         }
+        if turn.drop_after is not None:
+            answer[_DROP_AFTER] = turn.drop_after
         return 200, answer, dict(turn.headers)
 
     def _implicit(self, model: str, parts: list[tuple[str, int]]) -> int:

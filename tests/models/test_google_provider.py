@@ -18,7 +18,7 @@ from smyth_temporal.models import default_provider
 from smyth_temporal.models._anthropic import AnthropicProvider
 from smyth_temporal.models._google import GEMINI_PART, GoogleProvider
 from smyth_temporal.settings import ModelSettings
-from smyth_temporal.testing import FakeGoogleServer, google_error, google_turn
+from smyth_temporal.testing import FakeGoogleServer, GoogleTurn, google_error, google_turn
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest, OutputSchema, is_overloaded
 
@@ -458,3 +458,20 @@ def test_a_signed_message_whose_calls_changed_is_rebuilt_not_sent_stale() -> Non
     assert params["contents"][1]["parts"] == [
         {"function_call": {"id": "call_0_0", "name": "add_note", "args": {}}}
     ]
+
+
+async def test_a_stream_cut_midway_is_retryable_and_its_retry_answers_whole(
+    fake: FakeGoogleServer, provider: GoogleProvider
+) -> None:
+    cut = google_turn("ACME is up three percent today.")
+    fake.enqueue(
+        GoogleTurn(parts=cut.parts, drop_after=2), google_turn("ACME is up three percent today.")
+    )
+    pieces: list[str] = []
+    with pytest.raises(ApplicationError) as raised:
+        await provider.stream(request(), pieces.append)
+    assert (raised.value.type, raised.value.non_retryable) == ("ModelConnectionError", False)
+    assert pieces == ["ACME ", "is "]  # what the activity's retry supersedes
+    retried: list[str] = []
+    answer = await provider.stream(request(), retried.append)
+    assert "".join(retried) == answer.message.content == "ACME is up three percent today."
