@@ -73,7 +73,6 @@ async def test_a_runs_forks_are_listed_for_its_tenant_only(
         trail = await acme.audit(parent.id)
         fork_trail = await acme.audit(first.id)
         shown = await asyncio.to_thread(run_smyth, "state", parent.id, env=env)
-        audited = await asyncio.to_thread(run_smyth, "audit", first.id, env=env)
         await intruder.terminate()
         await untagged.terminate()
 
@@ -90,8 +89,6 @@ async def test_a_runs_forks_are_listed_for_its_tenant_only(
     assert shown.code == 0, shown.err
     assert f"forks    {first.id} (after step 1, completed); {second.id} (after step 2" in shown.out
     assert "globex" not in shown.out
-    assert audited.code == 0, audited.err
-    assert f"forked from {parent.id} after step 1" in audited.out
 
 
 async def _reset_after_step(
