@@ -7,7 +7,8 @@ protocol 2025-11-25, ``start_run`` as a task, served from Temporal (``tasks/get`
 ``tasks/result``, ``tasks/list``, ``tasks/cancel``; see ``_tasks``); to a client of
 2026-07-28 that declares the tasks extension, the same as the extension's task
 (``tasks/get`` with approvals as elicitations, ``tasks/update``, ``tasks/cancel``; see
-``_tasks_extension``).
+``_tasks_extension``) and its status notifications (``subscriptions/listen`` with
+``taskIds``; see ``_task_notifications``).
 ``serve_mcp`` runs it over stdio or streamable HTTP (every request with an API key,
 when the key file has any; loopback only without). It needs the ``mcp`` extra
 (``pip install 'smyth-temporal[mcp]'``): importing this package without it fails

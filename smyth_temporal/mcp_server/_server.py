@@ -27,6 +27,7 @@ from mcp.types import ToolAnnotations
 from smyth_temporal.clients import AgentClient
 from smyth_temporal.exceptions import ConfigurationError, SmythError
 from smyth_temporal.mcp_server._auth import Callers, RequireKey, is_loopback
+from smyth_temporal.mcp_server._task_notifications import TaskNotifications
 from smyth_temporal.mcp_server._tasks import RunTasks, TaskMiddleware
 from smyth_temporal.mcp_server._tasks_extension import TasksExtension
 from smyth_temporal.security import KeyStore
@@ -89,10 +90,10 @@ def agents_mcp_server(
     """
     known = list(dict.fromkeys(served))
     runs = RunTasks(Callers(agents, keys), known)
-    server: MCPServer = MCPServer(
-        name, instructions=_INSTRUCTIONS, extensions=[TasksExtension(runs)]
-    )
+    tasks = TasksExtension(runs)
+    server: MCPServer = MCPServer(name, instructions=_INSTRUCTIONS, extensions=[tasks])
     server.middleware.append(TaskMiddleware(runs))
+    server.middleware.append(TaskNotifications(tasks))
     callers = runs.callers
 
     def caller(ctx: Context) -> AgentClient:

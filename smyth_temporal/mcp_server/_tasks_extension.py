@@ -24,9 +24,8 @@ approval applies only to the arguments the person saw. Answers to keys that are 
 outstanding are ignored, as the extension asks.
 
 A client that did not declare the extension gets the plain tools; its ``tasks/*``
-requests are refused with -32021 (missing required client capability). Task status
-notifications (``subscriptions/listen`` with ``taskIds``) are not offered: the SDK's
-listen stream carries a closed set of events, so clients poll.
+requests are refused with -32021 (missing required client capability). Instead of
+polling, a client may listen for its tasks' status notifications (``_task_notifications``).
 """
 
 from __future__ import annotations
@@ -194,7 +193,7 @@ class TasksExtension(Extension):
     ) -> HandlerResult:
         task_id, client = self._open(ctx, params)
         with protocol_errors(task_id):
-            return await self._detailed(client, task_id)
+            return await self.detailed(client, task_id)
 
     async def _update(
         self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams
@@ -242,7 +241,7 @@ class TasksExtension(Extension):
         require_client_extension(ctx, TASKS_EXTENSION)
         return checked_task_id(params.task_id), self.runs.client(ctx)
 
-    async def _detailed(self, client: AgentClient, task_id: str) -> dict[str, Any]:
+    async def detailed(self, client: AgentClient, task_id: str) -> dict[str, Any]:
         """The task with what its status carries: its input requests, or its result."""
         task = await self.runs.task(client, task_id, explain=False)
         wire = ExtensionTask(

@@ -6,7 +6,8 @@ and claims the ``resultType: "task"`` result of ``tools/call``. ``Client.call_to
 then resolves a task as a host would (polls ``tasks/get``, hands each new input request
 to the client's elicitation callback, answers with ``tasks/update``, returns the final
 ``CallToolResult``); ``session.call_tool(..., allow_claimed=True)`` returns the handle
-for a test to drive by hand with ``get_task``, ``update_task`` and ``cancel_task``.
+for a test to drive by hand with ``get_task``, ``update_task`` and ``cancel_task``, or to
+follow by the ``notifications/tasks`` a ``listen_to_tasks`` brings (``TasksClient.told``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.extension import ClaimContext, ClientExtension, NotificationBinding, ResultClaim
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -120,6 +121,13 @@ async def send_raw(session: ClientSession, method: str, params: dict[str, Any]) 
     return await session._dispatcher.send_raw_request(method, data["params"], options)  # type: ignore[arg-type]
 
 
+async def listen_to_tasks(session: ClientSession, *task_ids: str) -> dict[str, Any]:
+    """``subscriptions/listen`` for ``task_ids``: its result, once the server ended it."""
+    return await send_raw(
+        session, "subscriptions/listen", {"notifications": {"taskIds": list(task_ids)}}
+    )
+
+
 async def poll(session: ClientSession, task_id: str, *statuses: str) -> DetailedTask:
     """``tasks/get`` until the task has one of ``statuses``, at the interval it asks for."""
     while (task := await get_task(session, task_id)).status not in statuses:
@@ -129,12 +137,28 @@ async def poll(session: ClientSession, task_id: str, *statuses: str) -> Detailed
 
 
 class TasksClient(ClientExtension):
-    """Declares the extension and resolves a task handle into the tool's result."""
+    """Declares the extension and resolves a task handle into the tool's result.
+
+    ``told`` receives the ``notifications/tasks`` a listen for task ids brings.
+    """
 
     identifier = TASKS
 
+    def __init__(self) -> None:
+        self.told: asyncio.Queue[DetailedTask] = asyncio.Queue()
+
     def claims(self) -> Sequence[ResultClaim[Any]]:
         return [ResultClaim(result_type="task", model=TaskHandle, resolve=self._resolve)]
+
+    def notifications(self) -> Sequence[NotificationBinding[Any]]:
+        return [
+            NotificationBinding(
+                method="notifications/tasks", params_type=DetailedTask, handler=self._told
+            )
+        ]
+
+    async def _told(self, task: DetailedTask) -> None:
+        await self.told.put(task)
 
     async def _resolve(self, handle: TaskHandle, ctx: ClaimContext) -> CallToolResult:
         session, answered = ctx.session, set[str]()

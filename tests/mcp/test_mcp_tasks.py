@@ -47,6 +47,7 @@ from temporalio.client import Client as TemporalClient
 from smyth_temporal.testing import ScriptedModel, agent_worker, tool_call
 from tests.helpers.gateway_support import make_keys
 from tests.helpers.mcp_servers import REPO_ROOT
+from tests.helpers.mcp_tasks_client import listen_to_tasks
 from tests.helpers.trader import Trader
 from tests.mcp.test_mcp_serve import (
     TIMEOUT,
@@ -271,9 +272,11 @@ async def test_a_client_without_tasks_keeps_the_tools_as_they_were(
         started = await mcp.call_tool("start_run", {"agent": "Trader", "prompt": "Sell"})
         assert not started.is_error
         assert set(started.structured_content or {}) == {"workflow_id", "agent"}
-        with pytest.raises(MCPError) as refused:
-            await get_task(mcp, started.structured_content["workflow_id"])
-        assert refused.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+        workflow_id = started.structured_content["workflow_id"]
+        for refused_call in (get_task(mcp, workflow_id), listen_to_tasks(mcp.session, workflow_id)):
+            with pytest.raises(MCPError) as refused:
+                await refused_call
+            assert refused.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
 
 
 async def test_a_task_outlives_its_server_and_only_its_tenant_sees_or_cancels_it(

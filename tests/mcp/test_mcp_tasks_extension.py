@@ -22,12 +22,14 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import (
     INVALID_PARAMS,
     INVALID_REQUEST,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     ElicitRequestParams,
     ElicitResult,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
 )
 from temporalio.client import Client as TemporalClient
 
@@ -41,6 +43,7 @@ from tests.helpers.mcp_tasks_client import (
     TasksClient,
     cancel_task,
     get_task,
+    listen_to_tasks,
     poll,
     send_raw,
     update_task,
@@ -105,13 +108,21 @@ async def tasks_over_http(url: str, key: str) -> AsyncIterator[Client]:
         yield mcp
 
 
-async def test_start_run_is_a_task_that_asks_for_approval_and_completes_with_the_sale(
+async def test_start_run_is_a_task_that_asks_for_approval_is_told_and_completes_with_the_sale(
     address: str, task_queue: str, trader: Path
 ) -> None:
+    tasks, acks = TasksClient(), list[SubscriptionFilter]()
+
+    async def note(message: Any) -> None:
+        if isinstance(message, SubscriptionsAcknowledgedNotification):
+            acks.append(message.params.notifications)
+
     server = stdio_server(address, task_queue)
     async with (
         asyncio.timeout(TIMEOUT),
-        Client(server, extensions=[TasksClient()], elicitation_callback=approving) as mcp,
+        Client(
+            server, extensions=[tasks], elicitation_callback=approving, message_handler=note
+        ) as mcp,
     ):
         assert mcp.protocol_version == "2026-07-28"
         assert TASKS in (mcp.server_capabilities.extensions or {})
@@ -146,7 +157,25 @@ async def test_start_run_is_a_task_that_asks_for_approval_and_completes_with_the
         result = await mcp.call_tool("start_run", SELL)
         assert not result.is_error, result
         assert (result.structured_content or {})["output"] == "sold 10 ACME"
-    assert len(sales(trader)) == 2
+
+        # A client that listens is told each change of its task instead of polling.
+        handle = await start(mcp)
+        # An unknown id is not followed (another tenant's neither: no task to them).
+        listening = asyncio.create_task(
+            listen_to_tasks(mcp.session, handle.task_id, "Trader-nosuchrun")
+        )
+        while (told := await tasks.told.get()).status != "input_required":
+            assert told.task_id == handle.task_id and told.status == "working"
+        [key] = told.input_requests or {}
+        assert acks and (acks[0].model_extra or {}).get("taskIds") == [handle.task_id]
+        await update_task(mcp.session, handle.task_id, {key: answer})
+        while (told := await tasks.told.get()).status != "completed":
+            assert told.status == "working", told
+        assert (told.result or {})["structuredContent"]["output"] == "sold 10 ACME"
+        # Every task it follows has ended: the stream ends, gracefully.
+        ended = await listening
+        assert ended["_meta"][SUBSCRIPTION_ID_META_KEY] is not None
+    assert len(sales(trader)) == 3
 
 
 async def test_bad_requests_decide_nothing_and_a_refusal_or_a_cancel_sells_nothing(
@@ -215,21 +244,6 @@ async def test_bad_requests_decide_nothing_and_a_refusal_or_a_cancel_sells_nothi
             await cancel_task(mcp.session, cancelled.task_id)
         assert again.value.code == INVALID_PARAMS
     assert sales(trader) == []
-
-
-async def test_a_client_without_the_extension_keeps_the_plain_tools(
-    address: str, task_queue: str, trader: Path
-) -> None:
-    async with asyncio.timeout(TIMEOUT), Client(stdio_server(address, task_queue)) as mcp:
-        assert mcp.protocol_version == "2026-07-28"
-        started = await mcp.call_tool("start_run", SELL)
-        assert set(started.structured_content or {}) == {"workflow_id", "agent"}
-        workflow_id = (started.structured_content or {})["workflow_id"]
-        for method in ("tasks/get", "tasks/cancel"):
-            with pytest.raises(MCPError) as refused:
-                await send_raw(mcp.session, method, {"taskId": workflow_id})
-            assert refused.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY, refused.value
-        await mcp.call_tool("decide_approval", {"workflow_id": workflow_id, "approve": False})
 
 
 async def test_only_the_tasks_tenant_sees_it_and_only_a_deciding_key_answers_it(
