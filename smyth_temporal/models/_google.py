@@ -86,6 +86,10 @@ _FINISH_REASONS = {
     "MODEL_ARMOR": "content_filter",
 }
 
+# Finish reasons of an answer Gemini could not put together (a function call it could
+# not parse, or one to no declared tool).
+_UNREADABLE = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "MALFORMED_RESPONSE"})
+
 # Chat-completions settings under their Gemini names; other keys pass as they are
 # (``thinking_config``, ``top_k``, ``safety_settings``, ...).
 _SETTINGS = {"max_tokens": "max_output_tokens", "stop": "stop_sequences"}
@@ -434,6 +438,14 @@ def to_model_response(
         ]
     reason = candidate.finish_reason if candidate is not None else None
     name = getattr(reason, "value", reason)
+    if name in _UNREADABLE and not texts and not calls:
+        # Nothing to act on, and the same request usually succeeds when sent again:
+        # retried, rather than ended as an empty answer.
+        raise ApplicationError(
+            f"the model's answer could not be read ({name})",
+            {"finish_reason": name},
+            type="ModelMalformedAnswer",
+        )
     if answer.prompt_feedback is not None and answer.prompt_feedback.block_reason is not None:
         finish: str | None = "content_filter"  # the prompt itself was blocked
     elif name == "STOP" and calls:

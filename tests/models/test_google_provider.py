@@ -475,3 +475,12 @@ async def test_a_stream_cut_midway_is_retryable_and_its_retry_answers_whole(
     retried: list[str] = []
     answer = await provider.stream(request(), retried.append)
     assert "".join(retried) == answer.message.content == "ACME is up three percent today."
+
+
+async def test_a_function_call_gemini_could_not_write_is_retried_not_an_empty_answer(
+    fake: FakeGoogleServer, provider: GoogleProvider
+) -> None:
+    fake.enqueue(google_turn(finish_reason="MALFORMED_FUNCTION_CALL"))
+    with pytest.raises(ApplicationError) as raised:
+        await provider.complete(request())
+    assert (raised.value.type, raised.value.non_retryable) == ("ModelMalformedAnswer", False)
