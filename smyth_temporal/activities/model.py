@@ -99,7 +99,9 @@ class ModelActivities:
         assert source is not None
         try:
             async with auto_heartbeat():  # a long parent's history takes a while to read
-                recorded = await self._recorded.answer(activity.client(), request)
+                recorded = await self._recorded.answer(
+                    activity.client(), request, asker=activity.info().workflow_id or ""
+                )
         except Exception as exc:  # any failure to read the record: pay for the call
             log.warning("model.replay_unavailable", parent=source.workflow_id, error=str(exc))
             return None

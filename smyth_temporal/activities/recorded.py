@@ -1,10 +1,11 @@
 """Recorded model turns: what a run asked its model and what the model answered.
 
-A fork started with ``replay_model_turns`` names its parent's run in every turn's
-``ModelRequest.replay_from``. The model activity looks the request up by ``turn_key``
-among the turns that run (and the runs it continued as new into) recorded, and
-answers with the recorded response when it finds one: the model is called only from
-the first turn whose conversation differs from the parent's.
+A fork started with ``replay_model_turns`` names its parent's run in the
+``ModelRequest.replay_from`` of every turn and compaction summary. The model activity
+looks the request up by ``turn_key`` among the calls that run (and the runs it
+continued as new into) recorded, and answers with the recorded response when it finds
+one: the model is called only from the first turn whose conversation differs from the
+parent's.
 
 Nothing is copied to make that possible: the turns are read from the parent's own
 history, through the worker's client and data converter, so encrypted payloads and
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import structlog
@@ -57,19 +59,27 @@ _CLOSED = {
 _YIELD_EVERY = 8
 """Requests decoded between two yields to the event loop."""
 
+REPLAYED = ("turn", "summary")
+"""The model calls a fork replays: its turns, and the summaries of its compactions (a
+summary written anew would differ, and every later turn with it)."""
+
 RUNS_KEPT = 16
 """Recorded runs a worker keeps decoded (the least recently used one goes first)."""
 
 
 async def turns_of(
-    client: Client, history: WorkflowHistory, *, after_step: int | None = None
+    client: Client,
+    history: WorkflowHistory,
+    *,
+    after_step: int | None = None,
+    purposes: Collection[str] = ("turn",),
 ) -> list[tuple[ModelRequest, ModelResponse]]:
-    """The completed model turns of one run, in order, decoded by ``client``.
+    """The completed model calls of one run, in order, decoded by ``client``.
 
-    Only agent turns (``purpose == "turn"``): summaries and reviews are not replayed.
-    With ``after_step``, only the turns after it: requests are decoded newest first and
-    the reading stops at the first turn at or before it (a run schedules its turns in
-    step order), so a fork near the end of a long run decodes a few requests, not all.
+    Only the calls of ``purposes`` (default: the agent's turns). With ``after_step``,
+    only those after it: requests are decoded newest first and the reading stops at the
+    first turn at or before it (a run schedules its turns in step order), so a fork near
+    the end of a long run decodes a few requests, not all.
     """
     scheduled: list[HistoryEvent] = []
     results: dict[int, list[Payload]] = {}
@@ -88,10 +98,12 @@ async def turns_of(
             await asyncio.sleep(0)
         payloads = list(event.activity_task_scheduled_event_attributes.input.payloads)
         [request] = await converter.decode(payloads, [ModelRequest])
-        if request.purpose != "turn":
-            continue
         if after_step is not None and request.step <= after_step:
-            break
+            if request.purpose == "turn":
+                break
+            continue  # a summary or review of a step the fork already holds
+        if request.purpose not in purposes:
+            continue
         result = results.get(event.event_id)
         if result is not None:
             [response] = await converter.decode(result, [ModelResponse])
@@ -138,8 +150,14 @@ class RecordedTurns:
         self._runs = runs
         self._kept: OrderedDict[tuple[str, str, int], _Recording] = OrderedDict()
 
-    async def answer(self, client: Client, request: ModelRequest) -> ModelResponse | None:
+    async def answer(
+        self, client: Client, request: ModelRequest, *, asker: str = ""
+    ) -> ModelResponse | None:
         """The response the parent recorded for a request equal to ``request``, if any.
+
+        ``asker`` is the fork's workflow id: a compaction summary's transcript labels
+        each message with the run's workflow id, so the fork's summary request is
+        compared as the parent would have made it, with the parent's id in the labels.
 
         A parent still running when it was read is read again for a request of a step
         it had not taken then (it may have since); a miss at a step it had taken is a
@@ -149,7 +167,7 @@ class RecordedTurns:
         source = request.replay_from
         if source is None:
             return None
-        key = turn_key(request)
+        key = turn_key(_as_parents(request, asker, source.workflow_id))
         kept = (source.workflow_id, source.run_id, source.after_step)
         recording = self._kept.get(kept)
         if recording is None or (
@@ -183,7 +201,10 @@ class RecordedTurns:
             if recording is None:
                 tenant = await _tenant(client, history)
                 recording = _Recording(tenant=tenant, last_step=source.after_step)
-            for request, response in await turns_of(client, history, after_step=source.after_step):
+            replayable = await turns_of(
+                client, history, after_step=source.after_step, purposes=REPLAYED
+            )
+            for request, response in replayable:
                 recording.responses.setdefault(turn_key(request), response)
                 recording.last_step = max(recording.last_step, request.step)
             last = history.events[-1].event_type if history.events else None
@@ -198,6 +219,17 @@ class RecordedTurns:
             closed=recording.closed,
         )
         return recording
+
+
+def _as_parents(request: ModelRequest, asker: str, parent: str) -> ModelRequest:
+    """``request`` as the parent would have made it: a summary's labels name the parent."""
+    if request.purpose != "summary" or not asker or asker == parent:
+        return request
+    messages = [
+        m.model_copy(update={"content": m.content.replace(asker, parent)}) if m.content else m
+        for m in request.messages
+    ]
+    return request.model_copy(update={"messages": messages})
 
 
 async def _tenant(client: Client, history: WorkflowHistory) -> str:

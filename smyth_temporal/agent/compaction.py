@@ -176,6 +176,7 @@ class Compactor:
             step=self._conversation.step,
             purpose="summary",
             tenant=self._run.tenant,
+            replay_from=self._run.replay_from,
         )
         chain = fallback_chain(config, request, SUMMARY_FALLBACK_PATCH)
         for index, attempt in enumerate(chain):

@@ -27,13 +27,11 @@ from smyth_temporal.agent.tooling import CALL_IDS_PATCH
 from smyth_temporal.agent.versions import record_versions, step_versions
 from smyth_temporal.exceptions import AgentInterruptedError, BudgetExceededError, ModelError
 from smyth_temporal.tools import Tool
-from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.events import TurnFinished, TurnStarted, UsageReported
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import (
     ModelRequest,
     ModelResponse,
-    RecordedRun,
     is_context_too_long,
 )
 
@@ -54,18 +52,6 @@ class ContextTooLongError(ModelError):
 
     Added in 0.10.0.
     """
-
-
-def _replay_source(started: AgentInput | None) -> RecordedRun | None:
-    """The parent run whose recorded turns may answer this fork's (``replay_model_turns``).
-
-    Only a fork started with ``replay_model_turns`` names one; it is a field of the
-    activity's input, never a command, so recorded runs replay unchanged.
-    """
-    if started is None or not started.replay_model_turns or started.fork_of is None:
-        return None
-    origin = started.fork_of
-    return RecordedRun(workflow_id=origin.workflow_id, run_id=origin.run_id, after_step=origin.step)
 
 
 class Loop:
@@ -119,7 +105,7 @@ class Loop:
             stream_id=message_id if config.stream else None,
             live=live,
             tenant=self._run.tenant,
-            replay_from=_replay_source(started),
+            replay_from=self._run.replay_from,
         )
         versions = step_versions(
             request.step, instructions=config.instructions, model=model, tools=tools

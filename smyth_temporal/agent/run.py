@@ -32,6 +32,7 @@ from smyth_temporal.tools import Tool, ToolExecutor
 from smyth_temporal.types.agent import AgentInput, AgentResult
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
 from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.model import RecordedRun
 from smyth_temporal.types.rewind import RewindNotice
 
 __all__ = ["AgentHooks", "Resets", "Run"]
@@ -218,6 +219,22 @@ class Run:
     def tenant(self) -> str:
         """The tenant the run works for (from its input, never from the model)."""
         return self.input.tenant
+
+    @property
+    def replay_from(self) -> RecordedRun | None:
+        """The parent run whose recorded model calls may answer this fork's.
+
+        Only a fork started with ``replay_model_turns`` names one. It is a field of the
+        model activity's input, never a command, so recorded runs replay unchanged.
+        Added in 0.10.0.
+        """
+        started = self.started
+        if started is None or not started.replay_model_turns or started.fork_of is None:
+            return None
+        origin = started.fork_of
+        return RecordedRun(
+            workflow_id=origin.workflow_id, run_id=origin.run_id, after_step=origin.step
+        )
 
     def tools(self, turn: int | None = None, *, fresh: bool = False) -> list[Tool]:
         """The tools offered in model turn ``turn`` (default: the current step's).

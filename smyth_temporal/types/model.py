@@ -165,9 +165,9 @@ class ModelRequest(BaseModel):
     agent moves on to its next fallback model instead of retrying this one. ``None``:
     Temporal's retry policy alone decides. Added in 0.10.0."""
     replay_from: RecordedRun | None = None
-    """Set on a fork's turns (``AgentInput.replay_model_turns``): when this run recorded
-    a request equal to this one (``turn_key``), the model activity answers with its
-    recorded response instead of calling the model. Added in 0.10.0."""
+    """Set on a fork's turns and summaries (``AgentInput.replay_model_turns``): when
+    this run recorded a request equal to this one (``turn_key``), the model activity
+    answers with its recorded response instead of calling the model. Added in 0.10.0."""
 
 
 class ModelResponse(BaseModel):

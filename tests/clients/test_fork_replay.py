@@ -14,6 +14,7 @@ from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.activities.recorded import RecordedTurns, turns_of
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import OpenAIProvider
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.testing import (
@@ -29,7 +30,7 @@ from smyth_temporal.types.budget import Price, PriceTable
 from smyth_temporal.types.model import ModelRequest, RecordedRun
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import PRICES, Analyst
-from tests.helpers.context_agents import Relay
+from tests.helpers.context_agents import Digest, Relay
 from tests.helpers.fork_agents import QuoteEvaluator
 
 STEPS = 20
@@ -218,3 +219,23 @@ async def test_a_running_parent_is_read_again_only_for_a_step_it_had_not_taken(
         assert len(reads) == 2
         assert await turns.answer(client, ahead) is None  # the parent has taken step 2 now
         assert len(reads) == 2
+
+
+async def test_a_replayed_fork_answers_its_compactions_from_the_record_too(
+    client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
+) -> None:
+    # A summary written anew would differ with a real model, and every later turn with it.
+    steps = [*(tool_call("daily_report", day=day) for day in range(1, 5)), reply("digested")]
+    model = ScriptedModel(steps)
+    memory = MemoryManager(EdgeStore(tmp_path / "memory"), HashEmbedder(64))
+    async with agent_worker(client, Digest, model=model, task_queue=task_queue, memory=memory):
+        handle = await agents.start(Digest, "Digest the reports.")
+        await agents.result(handle.id)
+        asked, summaries = len(model.requests), len(model.summary_requests)
+        fork = await agents.fork(handle.id, at_step=1)
+        forked = await agents.result(fork.id)
+    await memory.close()
+
+    assert summaries >= 1  # Digest's budget compacted the original
+    assert (len(model.requests), len(model.summary_requests)) == (asked, summaries)
+    assert (forked.output, forked.usage.requests) == ("digested", 1)  # step 1: the original's
