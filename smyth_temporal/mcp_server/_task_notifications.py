@@ -24,6 +24,7 @@ from mcp.server.mcpserver import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     SubscriptionFilter,
     SubscriptionsAcknowledgedNotification,
@@ -40,12 +41,16 @@ from smyth_temporal.exceptions import SmythError
 from smyth_temporal.mcp_server._tasks import checked_task_id
 from smyth_temporal.mcp_server._tasks_extension import TASKS_EXTENSION, TasksExtension
 
-__all__ = ["MAX_LISTENED_TASKS", "TaskNotifications"]
+__all__ = ["MAX_FOLLOWED_TASKS", "MAX_LISTENED_TASKS", "TaskNotifications"]
 
 log = structlog.get_logger("smyth_temporal.mcp_server")
 
 MAX_LISTENED_TASKS: Final = 100
 """The most task ids one ``subscriptions/listen`` may name (each holds a long poll)."""
+
+MAX_FOLLOWED_TASKS: Final = 1_000
+"""The most tasks one server follows for its listeners at once (as the SDK caps its own
+listen streams): a listen beyond it is refused before its acknowledgement."""
 
 _ENDED: Final = frozenset({"completed", "failed", "cancelled"})
 
@@ -70,6 +75,8 @@ class TaskNotifications(ServerMiddleware[Any]):
 
     def __init__(self, tasks: TasksExtension) -> None:
         self.tasks = tasks
+        self.following = 0
+        """The tasks followed now, for every listener."""
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -87,6 +94,20 @@ class TaskNotifications(ServerMiddleware[Any]):
         ids = _task_ids(wanted["taskIds"])
         client = self.tasks.runs.client(ctx)
         followed = [task_id for task_id in ids if await self._sees(client, task_id)]
+        if self.following + len(followed) > MAX_FOLLOWED_TASKS:
+            raise MCPError(INTERNAL_ERROR, "Subscription limit reached")
+        self.following += len(followed)  # counted before the first await: no race past it
+        try:
+            meta = await self._serve(ctx, followed, client)
+        finally:
+            self.following -= len(followed)
+        log.info("mcp.tasks_listen_ended", asked=len(ids), followed=len(followed))
+        return {"_meta": meta, "resultType": "complete"}
+
+    async def _serve(
+        self, ctx: ServerRequestContext[Any, Any], followed: list[str], client: AgentClient
+    ) -> dict[str, Any]:
+        """Acknowledge ``followed``, then tell each change of each until all ended."""
         meta = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
         # Only the tasks are honored: the SDK's own kinds are another listen's.
         ack = SubscriptionsAcknowledgedNotificationParams(
@@ -95,7 +116,6 @@ class TaskNotifications(ServerMiddleware[Any]):
         await ctx.session.send_notification(
             SubscriptionsAcknowledgedNotification(params=ack), related_request_id=ctx.request_id
         )
-        log.info("mcp.tasks_listened", asked=len(ids), followed=len(followed))
         sending = asyncio.Lock()
 
         async def send(task: dict[str, Any]) -> None:
@@ -108,7 +128,7 @@ class TaskNotifications(ServerMiddleware[Any]):
         async with asyncio.TaskGroup() as group:
             for task_id in followed:
                 group.create_task(self._follow(client, task_id, send))
-        return {"_meta": meta, "resultType": "complete"}
+        return meta
 
     async def _sees(self, client: AgentClient, task_id: str) -> bool:
         try:

@@ -197,6 +197,12 @@ async def test_bad_requests_decide_nothing_and_a_refusal_or_a_cancel_sells_nothi
             with pytest.raises(MCPError) as missing:
                 await send_raw(mcp.session, method, {})
             assert missing.value.code == INVALID_PARAMS, missing.value
+        for task_ids in ("Trader-x", [7], [f"Trader-{n}" for n in range(101)], [""]):
+            with pytest.raises(MCPError) as bad_listen:
+                await send_raw(
+                    mcp.session, "subscriptions/listen", {"notifications": {"taskIds": task_ids}}
+                )
+            assert bad_listen.value.code == INVALID_PARAMS, bad_listen.value
         # An unknown agent: the tool's error, no task and no run.
         unknown_agent = await mcp.session.call_tool(
             "start_run", {**SELL, "agent": "Nobody"}, allow_claimed=True
