@@ -24,11 +24,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from smyth_temporal.exceptions import ToolDefinitionError
+from smyth_temporal.types.tools import ToolEffect
+
 __all__ = [
     "RECONCILE_PATCH",
     "RECONCILE_UNKNOWN",
     "ReconcileFunction",
     "Reconciled",
+    "check_reconcile",
     "reconcile_activity_name",
 ]
 
@@ -84,3 +88,24 @@ class Reconciled(BaseModel):
     def unknown(cls, reason: str) -> Reconciled:
         """The hook cannot tell: ask a person (``reason`` tells them why)."""
         return cls(outcome="unknown", reason=reason)
+
+
+def check_reconcile(reconcile: ReconcileFunction | None, effect: ToolEffect) -> None:
+    """Refuse a hook that is not a function, or on a tool that is not ``side_effect``.
+
+    Raises:
+        ToolDefinitionError: It is either.
+    """
+    # Only a call that may not be repeated has an outcome worth asking about: the
+    # others are re-run safely, and a hook there would hide a misclassified tool.
+    if reconcile is None:
+        return
+    if not callable(reconcile):
+        raise ToolDefinitionError(
+            f"@tool(reconcile=...) takes a function (idempotency_key, arguments), not {reconcile!r}"
+        )
+    if effect != "side_effect":
+        raise ToolDefinitionError(
+            f"@tool(reconcile=...) is for side_effect tools only, not {effect!r}: a "
+            "read_only or idempotent call is safely run again instead"
+        )

@@ -27,7 +27,11 @@ from temporalio.common import RetryPolicy
 
 from smyth_temporal.exceptions import ToolArgumentsError, ToolDefinitionError
 from smyth_temporal.tools._policy import ApprovalPolicy, ApprovalRequirement
-from smyth_temporal.tools._reconcile import ReconcileFunction, reconcile_activity_name
+from smyth_temporal.tools._reconcile import (
+    ReconcileFunction,
+    check_reconcile,
+    reconcile_activity_name,
+)
 from smyth_temporal.types.secrets import SECRET_NAME_PATTERN
 from smyth_temporal.types.tools import OnTimeout, ToolEffect
 
@@ -496,7 +500,7 @@ def tool(
     heartbeat timeout and a 250 ms first retry by default. Changed in 0.9.0:
     ``requires_approval`` takes an ``ApprovalPolicy``. Changed in 0.10.0: ``reconcile``.
     """
-    _check_reconcile(reconcile, effect)
+    check_reconcile(reconcile, effect)
     bad = [n for n in secrets if not re.match(SECRET_NAME_PATTERN, n)]
     if bad or isinstance(secrets, str):
         raise ToolDefinitionError(
@@ -544,22 +548,6 @@ def tool(
         )
 
     return make(fn) if fn is not None else make
-
-
-def _check_reconcile(reconcile: ReconcileFunction | None, effect: ToolEffect) -> None:
-    # Only a call that may not be repeated has an outcome worth asking about: the
-    # others are re-run safely, and a hook there would hide a misclassified tool.
-    if reconcile is None:
-        return
-    if not callable(reconcile):
-        raise ToolDefinitionError(
-            f"@tool(reconcile=...) takes a function (idempotency_key, arguments), not {reconcile!r}"
-        )
-    if effect != "side_effect":
-        raise ToolDefinitionError(
-            f"@tool(reconcile=...) is for side_effect tools only, not {effect!r}: a "
-            "read_only or idempotent call is safely run again instead"
-        )
 
 
 _BUILT: dict[tuple[object, ...], Tool] = {}
