@@ -98,7 +98,11 @@ def format_state(state: AgentState) -> str:
     ]
     if state.fork_of is not None:
         origin = state.fork_of
-        lines.append(f"forked   from {origin.workflow_id} after step {origin.step}")
+        line = f"forked   from {origin.workflow_id} after step {origin.step}"
+        while origin.parent is not None:  # a fork of a fork: the whole line back
+            origin = origin.parent
+            line += f", itself from {origin.workflow_id} after step {origin.step}"
+        lines.append(line)
     if state.forks:
         lines.append(f"forks    {format_forks(state.forks)}")
     lines.extend(f"rewound  {_rewind(r)}" for r in state.rewinds)

@@ -34,7 +34,8 @@ __all__ = ["FORKS_LISTED", "forks_of", "reset_runs", "rewind_notice", "rewinds_o
 log = structlog.get_logger("smyth_temporal.lineage")
 
 FORKS_LISTED = 100
-"""At most this many forks of one run are listed (the oldest first among them)."""
+"""At most this many forks of one run are listed: the most recent ones the server lists
+first, shown oldest first."""
 
 _PAGE = 100
 

@@ -26,6 +26,12 @@ def test_smyth_state_names_the_run_a_fork_was_forked_from() -> None:
         fork_of=ForkOrigin(workflow_id="Analyst-1", run_id="r0", step=2),
     )
     assert "forked   from Analyst-1 after step 2" in format_state(state).splitlines()
+    grandparent = ForkOrigin(workflow_id="Analyst-0", run_id="g0", step=4)
+    state.fork_of = ForkOrigin(workflow_id="Analyst-1", run_id="r0", step=2, parent=grandparent)
+    assert (
+        "forked   from Analyst-1 after step 2, itself from Analyst-0 after step 4"
+        in format_state(state).splitlines()
+    )
 
 
 def test_smyth_state_lists_a_runs_forks_and_the_side_effects_its_rewinds_could_not_undo() -> None:

@@ -543,8 +543,12 @@ function lineageLines(workflowId, state) {
   const lines = [];
   const origin = state.fork_of;
   if (origin) {
+    const ancestors = [];
+    for (let up = origin.parent; up; up = up.parent) { // a fork of a fork: the whole line back
+      ancestors.push(", itself forked from ", runLink(up.workflow_id), " after step " + up.step);
+    }
     lines.push(h("p", { class: "meta lineage-parent" }, "Forked from ", runLink(origin.workflow_id),
-      " after step " + origin.step + " · ", compareLink(origin.workflow_id, workflowId)));
+      " after step " + origin.step, ancestors, " · ", compareLink(origin.workflow_id, workflowId)));
   }
   if (state.forks && state.forks.length) {
     lines.push(h("p", { class: "meta lineage-forks" }, "Forks: ", state.forks.map((fork, index) => [
