@@ -154,7 +154,8 @@ class GoogleProvider:
         """Configure the provider; the key is checked now, so a worker fails at start.
 
         Args:
-            base_url: The endpoint (default: ``GOOGLE_GEMINI_BASE_URL``, else Google's).
+            base_url: The endpoint (default: ``GOOGLE_GEMINI_BASE_URL`` for the Gemini
+                API, else Google's).
             api_key: The key, or ``secret("NAME")`` resolved on the worker with
                 ``secrets`` (default: ``GOOGLE_API_KEY``, else ``GEMINI_API_KEY``).
                 Masked in logs (a plain key from 12 characters).
@@ -312,8 +313,10 @@ def _client(
 ) -> genai.Client:
     """A client with the SDK's retries off, its key from the argument or the worker."""
     endpoint = ModelSettings.load()
+    # GOOGLE_GEMINI_BASE_URL names a Gemini API endpoint, never Vertex AI's.
+    default_url = None if vertexai else endpoint.google_base_url
     options = genai_types.HttpOptions(
-        base_url=base_url or endpoint.google_base_url or None,
+        base_url=base_url or default_url or None,
         timeout=int(timeout * 1000),
         # Set, so that the SDK never retries on its own (without it, its aiohttp path
         # retries a lost connection after up to ten seconds).

@@ -484,3 +484,13 @@ async def test_a_function_call_gemini_could_not_write_is_retried_not_an_empty_an
     with pytest.raises(ApplicationError) as raised:
         await provider.complete(request())
     assert (raised.value.type, raised.value.non_retryable) == ("ModelMalformedAnswer", False)
+
+
+def test_the_gemini_endpoint_variable_never_redirects_vertex_ai(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://gemini.example")
+    vertex = GoogleProvider(vertexai=True, project="trading", location="europe-west4")
+    gemini = GoogleProvider(api_key="gemini-test-key")
+    urls = [p._client._api_client._http_options.base_url for p in (vertex, gemini)]
+    assert urls == ["https://europe-west4-aiplatform.googleapis.com/", "http://gemini.example"]
