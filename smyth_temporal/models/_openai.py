@@ -161,10 +161,17 @@ class OpenAIProvider:
             }
         elif request.output is not None:
             tools.append(_final_answer_tool(request.output))
-        if tools:
-            params["tools"] = tools
         params["model"] = request.model
-        params["messages"] = [_to_openai(m) for m in request.messages]
+        # The conversation and the tools, already in the wire shape, go in extra_body,
+        # which the SDK sends as given. As create()'s arguments, the SDK would first walk
+        # every message through its TypedDict unions (a no-op for these dicts: the chat
+        # parameters have no aliases or formats) at about 0.5 ms a message: 12 ms for a
+        # 22-message turn, 250 ms for 301 messages, on every call of a long run.
+        wire: dict[str, Any] = {"messages": [_to_openai(m) for m in request.messages]}
+        if tools:
+            wire["tools"] = tools
+        params["messages"] = []  # required by create(); extra_body's list replaces it
+        params["extra_body"] = {**(params.get("extra_body") or {}), **wire}
         return params
 
     async def _stream_completion(
