@@ -35,6 +35,7 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal._redaction import masked_cause
 from smyth_temporal.models._errors import _retry_after, status_failure, to_application_error
 from smyth_temporal.models._keys import provider_key
+from smyth_temporal.models._messages import arguments_object, leading_system
 from smyth_temporal.models._openai_response import FINAL_ANSWER_TOOL, _final_answer
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
@@ -184,7 +185,7 @@ class AnthropicProvider:
         if tools:
             tools[-1]["cache_control"] = self._cache
             params["tools"] = tools
-        leading = _leading_system(request.messages)
+        leading = leading_system(request.messages)
         if leading:
             system: list[dict[str, Any]] = [
                 {"type": "text", "text": m.content or ""} for m in leading
@@ -300,16 +301,6 @@ def to_model_response(message: Any, request: ModelRequest) -> ModelResponse:
     )
 
 
-def _leading_system(messages: Sequence[Message]) -> list[Message]:
-    """The system messages the conversation opens with: instructions, then a summary."""
-    leading: list[Message] = []
-    for message in messages:
-        if message.role != "system":
-            break
-        leading.append(message)
-    return leading
-
-
 def _to_turns(messages: Sequence[Message], cache: dict[str, str]) -> list[dict[str, Any]]:
     """Messages as Messages API turns: tool results in user turns, same roles merged.
 
@@ -350,19 +341,10 @@ def _to_blocks(message: Message) -> list[dict[str, Any]]:
         text = message.content if message.role != "system" else f"[system] {message.content}"
         blocks.append({"type": "text", "text": text})
     blocks.extend(
-        {"type": "tool_use", "id": call.wire_id, "name": call.name, "input": _input(call)}
+        {"type": "tool_use", "id": call.wire_id, "name": call.name, "input": arguments_object(call)}
         for call in message.tool_calls
     )
     return blocks
-
-
-def _input(call: ToolCall) -> dict[str, Any]:
-    """A tool call's arguments as the JSON object the API wants."""
-    try:
-        parsed = json.loads(call.arguments)
-    except ValueError:
-        return {"arguments": call.arguments}
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
 
 
 def _to_tool(tool: dict[str, Any]) -> dict[str, Any]:

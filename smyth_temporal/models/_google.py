@@ -46,6 +46,7 @@ from temporalio.exceptions import ApplicationError
 from smyth_temporal._redaction import masked_cause
 from smyth_temporal.models._errors import capped_delay, status_failure, to_application_error
 from smyth_temporal.models._keys import provider_key
+from smyth_temporal.models._messages import arguments_object, leading_system
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
 from smyth_temporal.settings import ModelSettings
@@ -221,7 +222,7 @@ class GoogleProvider:
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The ``generate_content`` arguments for ``request`` (no explicit cache)."""
-        leading = _leading_system(request.messages)
+        leading = leading_system(request.messages)
         config = _config(request)
         if leading:
             config["system_instruction"] = {"parts": [{"text": m.content or ""} for m in leading]}
@@ -236,7 +237,7 @@ class GoogleProvider:
         params = self.params(request)
         if not self._context_cache or request.purpose != "turn":
             return params
-        conversation = request.messages[len(_leading_system(request.messages)) :]
+        conversation = request.messages[len(leading_system(request.messages)) :]
         cut = _stable_length(conversation)
         config = params["config"]
         sent_ids: dict[str, str | None] = {}
@@ -547,16 +548,6 @@ def _tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"function_declarations": declarations}] if declarations else []
 
 
-def _leading_system(messages: Sequence[Message]) -> list[Message]:
-    """The system messages the conversation opens with: instructions, then memories."""
-    leading: list[Message] = []
-    for message in messages:
-        if message.role != "system":
-            break
-        leading.append(message)
-    return leading
-
-
 def _stable_length(conversation: Sequence[Message]) -> int:
     """How many messages stay the same until the next compaction: up to its summary.
 
@@ -615,15 +606,12 @@ def _parts(message: Message, sent_ids: dict[str, str | None]) -> list[dict[str, 
     for call in message.tool_calls:
         sent_ids[call.wire_id] = call.wire_id
         parts.append(
-            {"function_call": {"id": call.wire_id, "name": call.name, "args": _args(call)}}
+            {
+                "function_call": {
+                    "id": call.wire_id,
+                    "name": call.name,
+                    "args": arguments_object(call),
+                }
+            }
         )
     return parts
-
-
-def _args(call: ToolCall) -> dict[str, Any]:
-    """A tool call's arguments as the JSON object the API wants."""
-    try:
-        parsed = json.loads(call.arguments)
-    except ValueError:
-        return {"arguments": call.arguments}
-    return parsed if isinstance(parsed, dict) else {"value": parsed}
