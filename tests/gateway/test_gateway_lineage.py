@@ -11,6 +11,7 @@ from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.gateway import GatewayOptions, create_app
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.helpers.agents import Analyst
+from tests.helpers.console_agents import Reporter
 from tests.helpers.gateway_support import OTHER, SERVED, TENANT, Keys, bearer, make_keys
 
 SCRIPT = [
@@ -65,6 +66,14 @@ async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_ste
                 headers=keys.headers("operator"),
             ),
         }
+        # A run of an agent this gateway does not serve: its fork would wait for ever.
+        unserved = await agents.start(Reporter, AgentInput(prompt="Report", tenant=TENANT))
+        refused["unserved agent"] = await http.post(
+            f"/v1/runs/{unserved.id}/fork",
+            json={"at_step": 0, "id": "unserved"},
+            headers=keys.headers("operator"),
+        )
+        await unserved.terminate()
         fork_id = f"{parent.id}-http"
         created = await http.post(
             fork_path,
@@ -86,10 +95,12 @@ async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_ste
         "beyond": 409,
         "negative": 422,
         "empty prompt": 422,
+        "unserved agent": 404,
     }
+    assert "unknown agent 'Reporter'" in refused["unserved agent"].json()["detail"]
     assert "has taken 3 steps" in refused["beyond"].json()["detail"]
     assert "role viewer" in refused["viewer"].json()["detail"]
-    for name in ("by-viewer", "by-other", "beyond", "negative", "empty"):
+    for name in ("by-viewer", "by-other", "beyond", "negative", "empty", "unserved"):
         assert not await _started(client, name), name
 
     assert created.status_code == 201, created.text
