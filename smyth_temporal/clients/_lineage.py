@@ -29,7 +29,14 @@ from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE, TENANT_ATTRIBUTE
 
-__all__ = ["FORKS_LISTED", "forks_of", "reset_runs", "rewind_notice", "rewinds_of"]
+__all__ = [
+    "FORKS_LISTED",
+    "RewindPairing",
+    "forks_of",
+    "reset_runs",
+    "rewind_notice",
+    "rewinds_of",
+]
 
 log = structlog.get_logger("smyth_temporal.lineage")
 
@@ -82,29 +89,56 @@ async def rewinds_of(client: Client, workflow_id: str) -> list[RewindRecord]:
     description = await handle.describe()
     if not description.raw_description.workflow_extended_info.HasField("last_reset_time"):
         return []
-    created: dict[str, str] = {}
-    records: dict[str, RewindRecord] = {}
+    pairing = RewindPairing()
     async for event in handle.fetch_history_events():
         reset = reset_runs(event)
         if reset is not None:
-            created[reset[0]] = reset[1]
-            continue
-        notice = await rewind_notice(client, event)
-        if notice is None or notice.abandoned_run_id in records:
-            continue
-        if notice.abandoned_run_id not in created:
-            log.warning("lineage.notice_without_reset", abandoned_run_id=notice.abandoned_run_id)
-            continue
-        records[notice.abandoned_run_id] = RewindRecord(
-            time=event.event_time.ToDatetime(tzinfo=UTC),
+            pairing.reset(*reset)
+        elif (notice := await rewind_notice(client, event)) is not None:
+            pairing.notice(event.event_time.ToDatetime(tzinfo=UTC), notice)
+    return pairing.records
+
+
+class RewindPairing:
+    """A history's resets paired with the rewind notices that follow them (pure).
+
+    Fed the history's resets and notices in order: a notice counts when a reset of the
+    run it names came before it, once per abandoned run (the first such notice).
+
+    Added in 0.10.0.
+    """
+
+    def __init__(self) -> None:
+        self._created: dict[str, str] = {}  # abandoned run -> the run its reset created
+        self._records: dict[str, RewindRecord] = {}
+
+    def reset(self, abandoned_run_id: str, new_run_id: str) -> None:
+        """A reset of ``abandoned_run_id`` created ``new_run_id``."""
+        self._created[abandoned_run_id] = new_run_id
+
+    def notice(self, time: datetime, notice: RewindNotice) -> bool:
+        """A notice signalled at ``time``; whether it counts as a rewind."""
+        abandoned = notice.abandoned_run_id
+        if abandoned in self._records:
+            return False  # applied again after a later reset: counted once
+        if abandoned not in self._created:
+            log.warning("lineage.notice_without_reset", abandoned_run_id=abandoned)
+            return False
+        self._records[abandoned] = RewindRecord(
+            time=time,
             to_step=notice.to_step,
-            abandoned_run_id=notice.abandoned_run_id,
-            run_id=created[notice.abandoned_run_id],
+            abandoned_run_id=abandoned,
+            run_id=self._created[abandoned],
             by=notice.by,
             side_effects=list(notice.side_effects),
             voided_approvals=list(notice.voided_approvals),
         )
-    return list(records.values())
+        return True
+
+    @property
+    def records(self) -> list[RewindRecord]:
+        """The rewinds, in the order of their notices."""
+        return list(self._records.values())
 
 
 async def forks_of(
