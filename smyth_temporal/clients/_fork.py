@@ -42,6 +42,7 @@ from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, Telemetr
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import (
     ExecuteWorkflowInput,
+    HandleSignalInput,
     HandleUpdateInput,
     Interceptor,
     Replayer,
@@ -57,9 +58,16 @@ from smyth_temporal.agent.workflow import AgentWorkflow
 from smyth_temporal.clients._base import agent_name
 from smyth_temporal.clients._nondeterminism import describe_replay_failure
 from smyth_temporal.exceptions import AgentNotFoundError, ForkError, UnknownAgentError
-from smyth_temporal.types.agent import AgentCheckpoint, AgentInput, AgentResult, ForkOrigin
+from smyth_temporal.types.agent import (
+    INTERRUPT_UPDATE,
+    AgentCheckpoint,
+    AgentInput,
+    AgentResult,
+    ForkOrigin,
+)
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest
+from smyth_temporal.types.sessions import SESSION_EVENT_SIGNAL, SESSION_MESSAGE_UPDATE
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 
 __all__ = ["ForkPoint", "fork_point", "start_fork"]
@@ -96,6 +104,9 @@ class ForkPoint:
 
 
 _UPDATE_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+
+_INPUTS = {SESSION_MESSAGE_UPDATE, SESSION_EVENT_SIGNAL, INTERRUPT_UPDATE}
+"""The signals and updates that add to the conversation after a step (see ``before_input``)."""
 
 
 class _Stop(Exception):
@@ -139,9 +150,13 @@ class _Capture(Interceptor):
         self.checkpoint: AgentCheckpoint | None = None
         self.agent: AgentWorkflow | None = None
         self.running: dict[str, str] = {}
-        """The update handlers running now, by update id: their names."""
+        """The session message updates being answered now, by update id: their names."""
         self.in_checkpoint: dict[str, str] = {}
-        """The update handlers that were running when the state was taken."""
+        """The session message updates that were being answered when the state was taken."""
+        self.before_input: AgentCheckpoint | None = None
+        """The state right after ``step``, taken when the first input after it arrived
+        (a session message, an interrupt): the turn after it starts with that input in
+        the conversation, which belongs to the original, not to the step."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
@@ -157,7 +172,7 @@ class _Capture(Interceptor):
                     and request.purpose == "turn"
                     and request.step == capture.step + 1
                 ):
-                    capture.checkpoint = capture.take()
+                    capture.checkpoint = capture.before_input or capture.take()
                     raise _Stop
                 return super().start_activity(input)
 
@@ -171,7 +186,16 @@ class _Capture(Interceptor):
                     capture.agent = instance
                 return await super().execute_workflow(input)
 
+            async def handle_signal(self, input: HandleSignalInput) -> None:
+                if input.signal in _INPUTS:
+                    capture.input_arrives()
+                return await super().handle_signal(input)
+
             async def handle_update_handler(self, input: HandleUpdateInput) -> Any:
+                if input.update in _INPUTS:
+                    capture.input_arrives()
+                if input.update != SESSION_MESSAGE_UPDATE:
+                    return await super().handle_update_handler(input)
                 capture.running[input.id] = input.update
                 try:
                     return await super().handle_update_handler(input)
@@ -179,6 +203,25 @@ class _Capture(Interceptor):
                     capture.running.pop(input.id, None)
 
         return Inbound
+
+    def input_arrives(self) -> None:
+        """Keep the state now if it is the first input since ``step`` was finished."""
+        if self.before_input is None and self._finished():
+            self.before_input = self.take()
+
+    def _finished(self) -> bool:
+        """Whether the agent is right after ``step``: every call answered, none pending."""
+        agent = self.agent
+        if agent is None:
+            return False
+        conversation = agent.conversation
+        if conversation.step != self.step or conversation.pending or agent.approvals.pending:
+            return False
+        answered = {m.tool_call_id for m in conversation.messages if m.role == "tool"}
+        for message in reversed(conversation.messages):
+            if message.role == "assistant" and message.step == self.step:
+                return all(call.id in answered for call in message.tool_calls)
+        return self.step == 0  # before the first turn; else the step's answer is not found
 
     def take(self) -> AgentCheckpoint:
         """The agent's checkpoint now, minus what belongs to the steps after ``step``."""
@@ -310,8 +353,9 @@ async def _replay(
             f"step {step} of {history.workflow_id!r} has not finished (tool calls or "
             "approvals pending); fork at an earlier step"
         )
-    # The run ended (or waits) right after the step: its state as the replay left it.
-    checkpoint = capture.take()
+    # The run ended (or waits) right after the step: its state as the replay left it,
+    # or as it was when an input came after the step.
+    checkpoint = capture.before_input or capture.take()
     _refuse_pending_updates(history, step, capture.in_checkpoint)
     return checkpoint
 

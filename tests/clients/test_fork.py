@@ -333,23 +333,44 @@ class HeldModel:
 
 
 async def test_a_running_session_answering_a_message_its_caller_waits_for_does_not_fork(
-    client: Client, agents: AgentClient, task_queue: str
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:
-    model = HeldModel(ScriptedModel([reply("Hello."), reply("Hello again.")]), held=2)
+    # Message 2 takes two steps (a quote, then the answer); its answer is held.
+    script = [reply("Hello."), tool_call("get_quote", symbol="ACME"), reply("ACME is up.")]
+    model = HeldModel(ScriptedModel(script), held=3)
     session_id = session_workflow_id("Analyst", "default", "held")
     async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
         await agents.send(Analyst, "held", "Hi")
-        waiting = asyncio.create_task(agents.send(Analyst, "held", "Hi again"))
-        await model.reached.wait()  # message 2's update is in flight, its turn too
-        # Right after step 1 the session holds message 2, whose caller still waits.
+        waiting = asyncio.create_task(agents.send(Analyst, "held", "How is ACME?"))
+        await model.reached.wait()  # message 2's update is in flight, its step 3 too
+        # Right after step 2 the session is half-way through message 2, whose caller
+        # still waits for the original's answer.
         with pytest.raises(ForkError, match=r"holds update 'send_message' .* still waits"):
-            await agents.fork(session_id, at_step=1, id="fork-of-a-pending-update")
-        before = await agents.fork(session_id, at_step=0, id="fork-before-the-update")
+            await agents.fork(session_id, at_step=2, id="fork-of-a-pending-update")
+        # Right after step 1, message 2 had not arrived: the fork holds only message 1.
+        before = await agents.fork(session_id, at_step=1, session_id="before-message-2")
+        state = await agents.state(before.id)
         model.release.set()
         answer = await waiting
-        await client.get_workflow_handle(before.id).terminate()
 
-    assert answer is not None and answer.text == "Hello again."  # the original goes on
-    assert [r.step for r in model.model.requests] == [1, 2]
+    assert answer is not None and answer.text == "ACME is up."  # the original goes on
+    assert [m.content for m in state.messages if m.role == "user"] == ["Hi"]
+    assert [r.step for r in model.model.requests] == [1, 2, 3]
     with pytest.raises(Exception, match="not found"):
         await client.get_workflow_handle("fork-of-a-pending-update").describe()
+
+
+async def test_a_session_forked_between_two_messages_holds_only_the_first(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    model = ScriptedModel([reply("Hello."), reply("Hello again.")])
+    session_id = session_workflow_id("Analyst", "default", "two")
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        await agents.send(Analyst, "two", "Hi")
+        await agents.send(Analyst, "two", "Hi again")
+    point = await fork_point(client, session_id, 1)
+
+    # Right after step 1: message 1 and its answer; message 2 came after, to the original.
+    messages = point.checkpoint.messages
+    assert [m.content for m in messages if m.role == "user"] == ["Hi"]
+    assert messages[-1].content == "Hello."
