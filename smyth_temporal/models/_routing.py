@@ -76,6 +76,19 @@ class ProviderPrefixes:
         return provider
 
 
+def _built_if_installed(factory: ProviderFactory) -> ModelProvider | ProviderFactory:
+    """The provider, or its factory when its extra is not installed.
+
+    A worker whose environment has a vendor's key for other programs (``GOOGLE_API_KEY``
+    is common) still starts without that vendor's extra; only a call naming the
+    vendor's models fails, with the install command.
+    """
+    try:
+        return factory()
+    except ImportError:
+        return factory
+
+
 def _renamed(request: ModelRequest, name: str) -> ModelRequest:
     return request if name == request.model else request.model_copy(update={"model": name})
 
@@ -139,8 +152,8 @@ def default_provider(settings: ModelSettings) -> ProviderPrefixes:
     responses = openai_responses_provider if only_native else openai_responses_provider()
     # Built now when its key is set: importing the SDK inside the first model call would
     # hold the event loop long enough (seconds on a loaded worker) to miss heartbeats.
-    anthropic = anthropic_provider() if has_anthropic else anthropic_provider
-    google = google_provider() if has_google else google_provider
+    anthropic = _built_if_installed(anthropic_provider) if has_anthropic else anthropic_provider
+    google = _built_if_installed(google_provider) if has_google else google_provider
     return ProviderPrefixes(
         openai,
         {

@@ -14,6 +14,7 @@ from google import genai
 from google.oauth2.credentials import Credentials
 from temporalio.exceptions import ApplicationError
 
+from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.models import default_provider
 from smyth_temporal.models._anthropic import AnthropicProvider
 from smyth_temporal.models._google import GEMINI_PART, GoogleProvider
@@ -494,3 +495,15 @@ def test_the_gemini_endpoint_variable_never_redirects_vertex_ai(
     gemini = GoogleProvider(api_key="gemini-test-key")
     urls = [p._client._api_client._http_options.base_url for p in (vertex, gemini)]
     assert urls == ["https://europe-west4-aiplatform.googleapis.com/", "http://gemini.example"]
+
+
+def test_a_worker_with_a_google_key_but_not_the_extra_still_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "smyth_temporal.models._google", None)  # not installed
+    routes = default_provider(
+        ModelSettings.load(google_api_key="a-key-for-other-programs", openai_api_key="sk")
+    )
+    assert routes.resolve("gpt-4o-mini")[1] == "gpt-4o-mini"
+    with pytest.raises(ConfigurationError):
+        routes.resolve("google:gemini-2.5-pro")
