@@ -99,6 +99,11 @@ class Price(BaseModel):
         ) / _PER_TOKENS
 
 
+_PROVIDER_PREFIXES = frozenset({"openai", "openai-responses", "anthropic", "google"})
+"""The prefixes ``models.default_provider`` routes by. Only these are dropped before
+pricing: after any colon, a bare name's tag (``llama3:8b``) would price as ``8b``."""
+
+
 class PriceTable(BaseModel):
     """Prices by model name; a name may be a glob (``gpt-4o-mini*``), the most specific wins.
 
@@ -113,7 +118,19 @@ class PriceTable(BaseModel):
     """Model name (or glob) to its price."""
 
     def price(self, model: str) -> Price | None:
-        """The price of ``model``: its exact entry, else the longest matching glob."""
+        """The price of ``model``: its exact entry, else the longest matching glob.
+
+        A model string with a provider's prefix (``anthropic:claude-sonnet-4-5``) that
+        no entry matches is priced by its name alone (``claude-sonnet*``), as vendors
+        name their models in price lists. Changed in 0.10.0: the prefix is dropped.
+        """
+        found = self._entry(model)
+        prefix, sep, name = model.partition(":")
+        if found is None and sep and name and prefix in _PROVIDER_PREFIXES:
+            found = self._entry(name)
+        return found
+
+    def _entry(self, model: str) -> Price | None:
         if model in self.prices:
             return self.prices[model]
         matches = [p for p in self.prices if fnmatch.fnmatchcase(model, p)]
