@@ -406,6 +406,12 @@ async def test_an_mcp_approval_response_decides_the_request_and_the_turn_goes_on
                 stopped.id,
                 [{"type": "mcp_approval_response", "approval_request_id": request.id}],
             ),
+            # Text after the decision needs operate too: refused before deciding.
+            "approver with text": (
+                keys.by_role["approver"],
+                stopped.id,
+                [*approve, {"role": "user", "content": "And buy more."}],
+            ),
         }
         for what, (key, previous, items) in attempts.items():
             with pytest.raises(openai.APIStatusError) as error:
@@ -433,6 +439,7 @@ async def test_an_mcp_approval_response_decides_the_request_and_the_turn_goes_on
         "unknown request": 404,
         "no previous": 400,
         "no approve field": 400,
+        "approver with text": 403,
     }
     assert "may not decide" in refused["operator"].message
     assert still.status == "incomplete"  # no refused attempt decided anything
