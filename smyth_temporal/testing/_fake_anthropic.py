@@ -31,7 +31,6 @@ Built on the standard library (``http.server``) in a daemon thread.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import hmac
 import json
@@ -42,7 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from smyth_temporal.testing._fake_http import Exchange, FakeHTTPServer
+from smyth_temporal.testing._fake_http import Exchange
+from smyth_temporal.testing._fake_scripted import CacheReport, ScriptedFake
 
 __all__ = [
     "AnthropicTurn",
@@ -77,21 +77,6 @@ class AnthropicTurn:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class CacheReport:
-    """What the server counted for one request (``usage`` as it reported it)."""
-
-    input_tokens: int
-    cache_read_input_tokens: int
-    cache_creation_input_tokens: int
-    output_tokens: int
-
-    @property
-    def prompt_tokens(self) -> int:
-        """All input tokens: uncached, read from the cache, written to it."""
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-
 def anthropic_turn(
     text: str | None = None,
     tool_uses: list[tuple[str, str, dict[str, Any]]] | None = None,
@@ -119,7 +104,7 @@ def anthropic_error(
     )
 
 
-class FakeAnthropicServer(FakeHTTPServer):
+class FakeAnthropicServer(ScriptedFake[AnthropicTurn]):
     """A fake Messages API on 127.0.0.1 and an ephemeral port (``with`` or ``async with``).
 
     Point ``anthropic.AsyncAnthropic(base_url=server.base_url, ...)`` at it. With no
@@ -140,24 +125,10 @@ class FakeAnthropicServer(FakeHTTPServer):
                 for runs whose requests are not known in advance (a compaction's
                 summary call comes between two turns).
         """
-        super().__init__()
+        super().__init__(respond)
         self.context_window = context_window
-        self._respond = respond
-        self._queue: collections.deque[AnthropicTurn] = collections.deque()
-        self._reports: list[CacheReport] = []
         self._cache: set[str] = set()
         self._key = uuid.uuid4().bytes
-
-    def enqueue(self, *turns: AnthropicTurn) -> None:
-        """Append answers for the next requests, served in order."""
-        with self._lock:
-            self._queue.extend(turns)
-
-    @property
-    def reports(self) -> list[CacheReport]:
-        """The usage reported for each message answered, in order."""
-        with self._lock:
-            return list(self._reports)
 
     def answer(self, exchange: Exchange) -> None:
         """Answer ``POST /v1/messages`` (JSON or streamed); anything else is a 404."""
@@ -194,10 +165,7 @@ class FakeAnthropicServer(FakeHTTPServer):
         if self.context_window is not None and total > self.context_window:
             too_long = f"prompt is too long: {total} tokens > {self.context_window} maximum"
             return _error(400, "invalid_request_error", too_long)
-        with self._lock:
-            turn = self._queue.popleft() if self._queue else None
-        if turn is None and self._respond is not None:
-            turn = self._respond(body)
+        turn = self._next_turn(body)
         if turn is None:
             return _error(500, "api_error", "fake Anthropic server has no scripted turn left")
         if turn.error is not None:
@@ -206,8 +174,7 @@ class FakeAnthropicServer(FakeHTTPServer):
         content = [self._signed(block) for block in turn.blocks]
         output = sum(_tokens(block) for block in content)
         report = CacheReport(total - read - written, read, written, output)
-        with self._lock:
-            self._reports.append(report)
+        self._report(report)
         message: dict[str, Any] = {
             "id": f"msg_{uuid.uuid4().hex[:24]}",
             "type": "message",

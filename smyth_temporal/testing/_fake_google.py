@@ -37,7 +37,6 @@ so the real ``google-genai`` client builds the requests and parses the answers
 from __future__ import annotations
 
 import base64
-import collections
 import hashlib
 import hmac
 import json
@@ -50,8 +49,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from smyth_temporal.testing._fake_anthropic import CacheReport, _words
-from smyth_temporal.testing._fake_http import Exchange, FakeHTTPServer
+from smyth_temporal.testing._fake_anthropic import _words
+from smyth_temporal.testing._fake_http import Exchange
+from smyth_temporal.testing._fake_scripted import CacheReport, ScriptedFake
 
 __all__ = ["FakeGoogleServer", "GoogleTurn", "google_error", "google_turn"]
 
@@ -144,7 +144,7 @@ def google_error(
     return GoogleTurn(status=status, error=error)
 
 
-class FakeGoogleServer(FakeHTTPServer):
+class FakeGoogleServer(ScriptedFake[GoogleTurn]):
     """A fake Gemini API on 127.0.0.1 and an ephemeral port (``with`` or ``async with``).
 
     Point ``genai.Client(api_key=..., http_options={"base_url": server.base_url})`` at
@@ -168,27 +168,13 @@ class FakeGoogleServer(FakeHTTPServer):
             respond: Answers a request (its JSON body) when no scripted turn is left,
                 for runs whose requests are not known in advance.
         """
-        super().__init__()
+        super().__init__(respond)
         self.context_window = context_window
         self.min_cache_tokens = min_cache_tokens
-        self._respond = respond
-        self._queue: collections.deque[GoogleTurn] = collections.deque()
-        self._reports: list[CacheReport] = []
         self._seen: set[str] = set()  # every prefix sent, per model (implicit caching)
         self._caches: dict[str, dict[str, Any]] = {}
         self._issued: dict[str, str] = {}  # a signed part (without it) -> its signature
         self._key = uuid.uuid4().bytes
-
-    def enqueue(self, *turns: GoogleTurn) -> None:
-        """Append answers for the next ``generateContent`` requests, served in order."""
-        with self._lock:
-            self._queue.extend(turns)
-
-    @property
-    def reports(self) -> list[CacheReport]:
-        """The usage reported for each answer, in order (``cache_creation`` always 0)."""
-        with self._lock:
-            return list(self._reports)
 
     @property
     def caches(self) -> dict[str, dict[str, Any]]:
@@ -273,10 +259,7 @@ class FakeGoogleServer(FakeHTTPServer):
                 f"The input token count ({total}) exceeds the maximum number of tokens "
                 f"allowed ({self.context_window}).",
             )
-        with self._lock:
-            turn = self._queue.popleft() if self._queue else None
-        if turn is None and self._respond is not None:
-            turn = self._respond(body)
+        turn = self._next_turn(body)
         if turn is None:
             return _error(500, "fake Gemini server has no scripted turn left")
         if turn.error is not None:
@@ -289,8 +272,7 @@ class FakeGoogleServer(FakeHTTPServer):
         thoughts = bool(thinking.get("includeThoughts") or thinking.get("include_thoughts"))
         content = self._signed(turn, with_thoughts=thoughts)
         output = sum(_tokens(part) for part in content)
-        with self._lock:
-            self._reports.append(CacheReport(total - read, read, 0, output))
+        self._report(CacheReport(total - read, read, 0, output))
         usage: dict[str, Any] = {
             "promptTokenCount": total,
             "candidatesTokenCount": output,
