@@ -139,7 +139,13 @@ def _estimate(request: ModelRequest) -> Usage:
     """An upper-bound guess of a call's usage, before it is made."""
     chars = sum(len(m.content or "") for m in request.messages) + len(str(request.tools))
     settings = request.settings
-    output = settings.get("max_tokens") or settings.get("max_completion_tokens")
+    # The reply's bound by any of its names: chat completions', or the Responses and
+    # Gemini APIs' (passed through by their providers).
+    output = (
+        settings.get("max_tokens")
+        or settings.get("max_completion_tokens")
+        or settings.get("max_output_tokens")
+    )
     return Usage(
         input_tokens=chars // _CHARS_PER_TOKEN + 1,
         output_tokens=int(output) if output else DEFAULT_OUTPUT_ESTIMATE,
