@@ -6,9 +6,12 @@ state lives in Temporal, so several replicas behind a load balancer work as one.
 
 - ``_app``: ``create_app``; ``_serve``: ``serve`` (uvicorn);
 - one router per concern: ``_runs``, ``_listing`` (the tenant's runs), ``_sessions``,
-  ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_whoami`` (the
-  caller's key), ``_a2a`` (A2A 1.0 cards and JSON-RPC, with the a2a extra: its request
-  handler over runs ``_a2a_handler``, tasks as views of runs ``_a2a_tasks``), ``_agui``
+  ``_approvals``, ``_memory`` (memory and schedules), ``_openai``, ``_responses``
+  (OpenAI's Responses API: its output ``_responses_output``, decisions as
+  ``mcp_approval_response`` items ``_responses_approvals``), ``_whoami`` (the caller's
+  key), ``_a2a`` (A2A 1.0 cards and JSON-RPC, with the a2a extra: its request handler
+  over runs ``_a2a_handler``, tasks as views of runs ``_a2a_tasks``, ``ListTasks``
+  pages ``_a2a_listing``), ``_agui``
   (AG-UI 1.0: a thread is a session, an approval an interrupt); ``console``: the web
   console, static pages that call the API from the browser;
 - identity: the key file, principals and the brake on failed authentications live in
