@@ -120,15 +120,20 @@ class PriceTable(BaseModel):
     def price(self, model: str) -> Price | None:
         """The price of ``model``: its exact entry, else the longest matching glob.
 
-        A model string with a provider's prefix (``anthropic:claude-sonnet-4-5``) that
-        no entry matches is priced by its name alone (``claude-sonnet*``), as vendors
-        name their models in price lists. Changed in 0.10.0: the prefix is dropped.
+        A model string with a provider's prefix (``anthropic:claude-sonnet-4-5``) is
+        priced by its name (``claude-sonnet*``), as vendors name their models in price
+        lists, unless an entry names the whole string; only when its name has no price
+        do globs over the whole string (``anthropic:*``) apply. Changed in 0.10.0: the
+        prefix is dropped.
         """
-        found = self._entry(model)
+        if model in self.prices:
+            return self.prices[model]
         prefix, sep, name = model.partition(":")
-        if found is None and sep and name and prefix in _PROVIDER_PREFIXES:
+        if sep and name and prefix in _PROVIDER_PREFIXES:
             found = self._entry(name)
-        return found
+            if found is not None:
+                return found
+        return self._entry(model)
 
     def _entry(self, model: str) -> Price | None:
         if model in self.prices:
