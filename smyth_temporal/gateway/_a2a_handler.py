@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -228,9 +228,7 @@ class TemporalTasks(RequestHandler):
                     break
                 if delivered is not None:
                     await delivered.confirmed()
-                with _a2a_errors(task_id):
-                    state = await client.state(task_id, timeout=self.gateway.options.worker_timeout)
-                if state.pending_approvals and not result.done():
+                if await self._waits_for_input(client, task_id, result, every):
                     return None
         finally:
             if not result.done():
@@ -240,6 +238,26 @@ class TemporalTasks(RequestHandler):
         with _a2a_errors(task_id), contextlib.suppress(AgentFailedError):
             return result.result()  # a failed run: its task says so (``_task``)
         return None
+
+    @staticmethod
+    async def _waits_for_input(
+        client: AgentClient, task_id: str, result: asyncio.Future[AgentResult], every: float
+    ) -> bool:
+        """Whether the run waits for a decision, asked within ``every`` seconds.
+
+        A state no worker gave by then (a worker restarting) or the result coming first
+        is not an answer: the wait goes on, as the run does.
+        """
+        looked = asyncio.ensure_future(client.state(task_id, timeout=every))
+        racing: set[asyncio.Future[Any]] = {result, looked}
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        if not looked.done():
+            looked.cancel()
+        try:
+            state = await looked
+        except (asyncio.CancelledError, ClientError):
+            return False
+        return bool(state.pending_approvals) and not result.done()
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
