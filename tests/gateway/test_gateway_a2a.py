@@ -125,6 +125,7 @@ async def test_card_fetched_a_message_sent_and_the_task_completes_with_the_answe
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
     assert {s["id"] for s in card["skills"]} >= {"Operator", "get_quote", "sell"}
     assert card["capabilities"]["streaming"] is True
+    assert not card["capabilities"].get("pushNotifications")  # subscribe or poll instead
     assert root["name"] == "Analyst" and "/a2a/Operator/.well-known" in root["description"]
 
     task = response.task
