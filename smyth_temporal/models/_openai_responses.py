@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.exceptions import ApplicationError
 
 from smyth_temporal._redaction import masked_cause
-from smyth_temporal.models._openai import DEFAULT_MODEL_HTTP_TIMEOUT, openai_client
+from smyth_temporal.models._openai import DEFAULT_MODEL_HTTP_TIMEOUT, openai_client, unwalked
 from smyth_temporal.models._provider import TextSink
 from smyth_temporal.security import Secrets
 from smyth_temporal.types.messages import Message, ToolCall, Usage
@@ -132,6 +132,10 @@ class OpenAIResponsesProvider:
         asked = "reasoning" in request.settings or "reasoning_effort" in request.settings
         return params(request, encrypted_reasoning=reasons or asked)
 
+    def _sent(self, request: ModelRequest) -> dict[str, Any]:
+        # The items and tools skip the SDK's walk of its parameter types (see unwalked).
+        return unwalked(self.params(request), "input", "tools")
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one Responses request.
 
@@ -143,7 +147,7 @@ class OpenAIResponsesProvider:
         from smyth_temporal.models._errors import to_application_error
 
         try:
-            response = await self._client.responses.create(**self.params(request))
+            response = await self._client.responses.create(**self._sent(request))
         except openai.OpenAIError as exc:
             raise to_application_error(exc) from masked_cause(exc)
         return to_model_response(response, request)
@@ -164,7 +168,7 @@ class OpenAIResponsesProvider:
 
         final: Response | None = None
         try:
-            stream = await self._client.responses.create(**self.params(request), stream=True)
+            stream = await self._client.responses.create(**self._sent(request), stream=True)
             async with stream:
                 received = 0
                 async for event in stream:
