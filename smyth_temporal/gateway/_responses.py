@@ -498,7 +498,6 @@ async def _went_on(
         state = await settled(
             gateway.acting_for(caller),
             workflow_id,
-            decided,
             every=gateway.options.pending_check,
             timeout=gateway.options.worker_timeout,
         )

@@ -118,24 +118,18 @@ async def decide(
 
 
 async def settled(
-    client: AgentClient,
-    workflow_id: str,
-    decided: list[ApprovalRequest],
-    *,
-    every: float,
-    timeout: float,
+    client: AgentClient, workflow_id: str, *, every: float, timeout: float
 ) -> AgentState:
     """The session's state once the decided turn went on: it answered, or waits again.
 
     Asked every ``every`` seconds (a whole answer has no events to follow, as
     ``reply_or_pending`` explains): the turn has gone as far as it goes when the
-    session is idle (or ended), or waits for a request other than the ones decided.
+    session is idle (or ended), or waits for a decision: on another request, or on a
+    decided one that needs more votes (a quorum policy). The decision was taken before
+    this is asked, so a request it settled no longer shows as pending.
     """
-    answered = {request.id for request in decided}
     while True:
         state = await client.state(workflow_id, timeout=timeout)
-        if state.status in _SETTLED:
-            return state
-        if any(r.id not in answered for r in state.pending_approvals):
+        if state.status in _SETTLED or state.pending_approvals:
             return state
         await asyncio.sleep(every)

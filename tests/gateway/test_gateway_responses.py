@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -11,11 +12,23 @@ import openai
 import pytest
 from temporalio.client import Client
 
+from smyth_temporal import AgentClient
+from smyth_temporal.gateway import create_app
 from smyth_temporal.models import ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import session_workflow_id
-from tests.helpers.gateway_support import OTHER, TENANT, Keys, gateway, make_keys, until
+from tests.helpers.gateway_support import (
+    FAST,
+    OTHER,
+    TENANT,
+    Keys,
+    gateway,
+    make_keys,
+    serving,
+    until,
+)
 from tests.helpers.live_agents import Operator
+from tests.helpers.policy_agents import CarefulTrader
 
 INTERIM = "Let me look the quote up first."
 ANSWER = "ACME trades at 42, up two percent since the open this morning."
@@ -483,3 +496,34 @@ async def test_a_streamed_rejection_by_mcp_approval_response_tells_the_model_why
     told = [m.content or "" for m in model.requests[-1].messages if m.role == "tool"]
     assert any("too risky today" in text for text in told)
     assert "is rejected, not pending" in otherwise.value.message
+
+
+async def test_a_vote_that_leaves_a_quorum_short_ends_the_response_incomplete(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # One vote of a two-approver quorum leaves the request pending: the response that
+    # follows it stops there again (it once waited for a turn that could not go on).
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=1), reply("Sold.")])
+    app = create_app(
+        AgentClient(client, task_queue=task_queue), [CarefulTrader], keys=keys.store, options=FAST
+    )
+    async with (
+        agent_worker(client, CarefulTrader, model=model, task_queue=task_queue),
+        serving(app) as url,
+    ):
+        operator = openai_client(url, keys.by_role["operator"])
+        stopped = await operator.responses.create(model="CarefulTrader", input="Sell 1 ACME.")
+        [request] = [item for item in stopped.output if item.type == "mcp_approval_request"]
+        vote = [_approval(request.id, True)]
+        async with asyncio.timeout(30):  # it once waited for ever
+            short = await openai_client(url, keys.by_role["approver"]).responses.create(
+                model="CarefulTrader", input=vote, previous_response_id=stopped.id
+            )
+        _, second = keys.store.create(tenant=TENANT, role="approver", name="acme-approver-2")
+        done = await openai_client(url, second).responses.create(
+            model="CarefulTrader", input=vote, previous_response_id=short.id
+        )
+
+    [still] = [item for item in short.output if item.type == "mcp_approval_request"]
+    assert (short.status, still.id) == ("incomplete", request.id)
+    assert (done.status, done.output_text) == ("completed", "Sold.")
