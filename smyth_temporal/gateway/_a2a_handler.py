@@ -145,13 +145,16 @@ class Delivered:
     """Where a message went.
 
     Its task (as known without asking the run), whether the message started it, the
-    approval request it decided, and the check that a worker took the run it started
-    (``Gateway.confirm_started``), not made yet: ``confirmed`` makes it.
+    approval request it decided (and whether that still waits), and the check that a
+    worker took the run it started (``Gateway.confirm_started``), not made yet:
+    ``confirmed`` makes it.
     """
 
     task: Task
     started: bool = False
     decided: str | None = None
+    waiting: bool = False
+    """The request decided still waits (a vote of a quorum): the run cannot go on."""
     confirm: Callable[[], Awaitable[None]] | None = None
 
     async def confirmed(self) -> None:
@@ -189,7 +192,7 @@ class TemporalTasks(RequestHandler):
             if params.configuration.HasField("history_length")
             else None
         )
-        if params.configuration.return_immediately:
+        if params.configuration.return_immediately or delivered.waiting:
             await delivered.confirmed()
             return (
                 delivered.task
@@ -270,6 +273,8 @@ class TemporalTasks(RequestHandler):
         if not delivered.started:
             task = await self._task(client, agent, task.id, history_length=0)
         yield task
+        if delivered.waiting:
+            return  # input-required still: nothing follows until the other votes
         async for update in self._updates(
             client, agent, task, after_decision=delivered.decided, started=delivered.started
         ):
@@ -332,8 +337,8 @@ class TemporalTasks(RequestHandler):
         if not message.message_id:
             raise InvalidParamsError("message.messageId is required")
         if message.task_id:
-            decided = await self._decide(client, agent, message)
-            return Delivered(Task(id=message.task_id), decided=decided)
+            decided, waiting = await self._decide(client, agent, message)
+            return Delivered(Task(id=message.task_id), decided=decided, waiting=waiting)
         text = message_text(message)
         if not text.strip():
             raise InvalidParamsError("the message has no text part: send the task as text")
@@ -360,7 +365,12 @@ class TemporalTasks(RequestHandler):
             submitted_task(task_id, context_id, message), started=True, confirm=confirm
         )
 
-    async def _decide(self, client: AgentClient, agent: str, message: Message) -> str:
+    async def _decide(self, client: AgentClient, agent: str, message: Message) -> tuple[str, bool]:
+        """Decide the request ``message`` answers; its id, and whether it still waits.
+
+        A decision that a quorum policy counts as one vote of several leaves the
+        request pending: the run does not go on until the other votes come.
+        """
         task_id = message.task_id
         request_id, decision = decision_of(message)
         with _a2a_errors(task_id):
@@ -369,7 +379,7 @@ class TemporalTasks(RequestHandler):
                 _not_found(task_id)
             if request_id is None:
                 request_id = (await client.pending_request(task_id)).id
-            await client.decide(
+            outcome = await client.decide(
                 task_id,
                 ApprovalDecision(
                     request_id=request_id,
@@ -381,7 +391,7 @@ class TemporalTasks(RequestHandler):
                 ),
                 timeout=self.gateway.options.worker_timeout,
             )
-        return request_id
+        return request_id, outcome is not None and outcome.request.status == "pending"
 
     async def _follow(
         self, client: AgentClient, task_id: str, *, after_decision: str | None = None

@@ -40,6 +40,7 @@ from smyth_temporal.models import ModelResponse
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.helpers.agents import Rater
 from tests.helpers.gateway_support import (
+    FAST,
     TENANT,
     Keys,
     Running,
@@ -51,6 +52,7 @@ from tests.helpers.gateway_support import (
     until,
 )
 from tests.helpers.live_agents import GatedModel, Operator
+from tests.helpers.policy_agents import CarefulTrader
 
 ANSWER = "ACME trades at 42 today."
 TIMEOUT = 30
@@ -578,3 +580,33 @@ async def _post_send(url: str, keys: Keys, text: str) -> httpx.Response:
             json=_rpc("SendMessage", {"message": message}),
             headers={**keys.headers("operator"), **A2A_HEADERS},
         )
+
+
+async def test_a_streamed_vote_that_leaves_a_quorum_short_ends_at_input_required(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    # One vote of a two-approver quorum leaves the request pending: the streamed answer
+    # closes at input-required (it once waited for a decision event that never comes).
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=1), reply("Sold.")])
+    app = create_app(
+        AgentClient(client, task_queue=task_queue), [CarefulTrader], keys=keys.store, options=FAST
+    )
+    _, second = keys.store.create(tenant=TENANT, role="approver", name="acme-approver-2")
+    async with (
+        agent_worker(client, CarefulTrader, model=model, task_queue=task_queue),
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url) as http,
+    ):
+        running = Running(app, url, http)
+        async with a2a_client(running, keys.by_role["operator"], agent="CarefulTrader") as a2a:
+            [waiting] = await send(a2a, user_message("Sell 1 ACME."))
+        async with a2a_client(
+            running, keys.by_role["approver"], streaming=True, agent="CarefulTrader"
+        ) as first:
+            short = await send(first, decision_message(waiting.task))
+        async with a2a_client(running, second, streaming=True, agent="CarefulTrader") as other:
+            done = await send(other, decision_message(waiting.task))
+
+    [still] = short
+    assert still.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert done[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
