@@ -28,7 +28,6 @@ import openai
 
 from smyth_temporal import configure_logging
 from smyth_temporal.models import OpenAIProvider, OpenAIResponsesProvider
-from smyth_temporal.models._openai import unwalked
 from smyth_temporal.testing import FakeOpenAIServer, chat_completion, responses_answer
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest
@@ -78,7 +77,8 @@ async def compare(
     else:
         provider = OpenAIResponsesProvider(base_url=fake.base_url, api_key="bench")
         as_arguments = provider.params(request)
-        sent = unwalked(as_arguments, "input", "tools")
+        sent = {k: v for k, v in as_arguments.items() if k not in ("input", "tools")}
+        sent["extra_body"] = {k: as_arguments[k] for k in ("input", "tools")}
         create = client.responses.create
         answer = responses_answer("ACME is at 42.")
 
