@@ -23,6 +23,7 @@ _SHOWN = (
     "tool",
     "input_tokens",
     "output_tokens",
+    "replayed",
     "outcome",
     "attempts",
     "approved",
@@ -38,7 +39,8 @@ _PIPED_WIDTH = 400
 @command(
     app,
     "audit",
-    help="The audit trail of an agent: every model call (model, tokens), tool call (arguments "
+    help="The audit trail of an agent: every model call (model, tokens, or replayed from a "
+    "fork's parent and not paid), tool call (arguments "
     "hash, idempotency key, attempts, outcome), approval (who, when, pinned hash, edits), memory "
     "write and forget (with provenance), interrupt, lost worker, continue-as-new, reset and "
     "rewind (with the side-effect calls it could not undo), across all runs of the workflow id, "
@@ -117,7 +119,9 @@ def _table(trail: AuditTrail) -> Table:
     for entry in trail.entries:
         fields = entry.fields
         what = fields.get("tool") or fields.get("model") or fields.get("operation") or ""
-        if "input_tokens" in fields:
+        if fields.get("replayed"):
+            what += " (replayed from the parent's record, not paid)"
+        elif "input_tokens" in fields:
             what += f" ({fields['input_tokens']}+{fields.get('output_tokens', 0)} tokens)"
         if "approved" in fields:
             what = f"{'approved' if fields['approved'] else 'rejected'} by {fields.get('by')}"

@@ -177,7 +177,8 @@ class _Run:
             result = (
                 await self._value(attributes.result.payloads) if outcome == "completed" else None
             )
-            usage = result.get("usage", {}) if isinstance(result, dict) else {}
+            result = result if isinstance(result, dict) else {}
+            usage = result.get("usage") or {}
             self._add(
                 event,
                 "model_call",
@@ -187,6 +188,9 @@ class _Run:
                 input_tokens=usage.get("input_tokens"),
                 output_tokens=usage.get("output_tokens"),
                 cached_tokens=usage.get("cached_tokens"),
+                # A fork's turn answered from its parent's record: its zero tokens were
+                # not a cheap call but no call, and a reader must tell paid turns apart.
+                replayed=True if result.get("replayed") else None,
                 **common,
             )
         elif activity_type.startswith("smyth.tool.") or activity_type.startswith("smyth.mcp."):

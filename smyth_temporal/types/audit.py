@@ -47,7 +47,11 @@ class AuditEntry(BaseModel):
     kind: AuditKind
     """What it is."""
     fields: dict[str, Any] = Field(default_factory=dict)
-    """The details: model and tokens, tool and argument hash, who decided, ..."""
+    """The details: model and tokens, tool and argument hash, who decided, ...
+
+    A ``model_call`` a fork answered from its parent's recorded turn has
+    ``replayed=True`` (and zero tokens: nothing was paid). Added in 0.10.0.
+    """
 
 
 class AuditTrail(BaseModel):

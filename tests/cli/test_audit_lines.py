@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from smyth_temporal.cli.audit import _cache_lines
+from rich.console import Console
+
+from smyth_temporal.cli.audit import _cache_lines, _table
 from smyth_temporal.types.audit import AuditEntry, AuditTrail
 
 
@@ -33,3 +35,20 @@ def test_each_run_has_its_line_and_a_run_without_model_input_has_none() -> None:
         "all runs: 0.30 read from cache",
     ]
     assert AuditTrail(workflow_id="w", runs=[], entries=[]).cache_read_share() == 0.0
+
+
+def test_a_replayed_model_call_says_so_in_the_table_instead_of_zero_tokens() -> None:
+    paid = call("run-one-xx", 1000, 0)
+    paid.fields.update(model="m", output_tokens=10)
+    replayed = call("run-one-xx", 0, 0)
+    replayed.fields.update(model="m", output_tokens=0, replayed=True)
+    trail = AuditTrail(workflow_id="w", runs=["run-one-xx"], entries=[paid, replayed])
+    console = Console(width=400, record=True)
+    console.print(_table(trail))
+    paid_row, replayed_row = [
+        line for line in console.export_text().splitlines() if "model_call" in line
+    ]
+
+    assert "m (1000+10 tokens)" in paid_row and "replayed" not in paid_row
+    assert "m (replayed from the parent's record, not paid)" in replayed_row
+    assert "0+0 tokens" not in replayed_row

@@ -6,6 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -23,7 +24,7 @@ from tests.agent.test_crash_recovery import (
     wait_for_entry,
 )
 from tests.context.test_context import digest_script, memory_at
-from tests.helpers.agents import Analyst
+from tests.helpers.agents import PRICES, Analyst
 from tests.helpers.chains import chain_histories
 from tests.helpers.cli_support import assert_one_error_line, run_smyth
 from tests.helpers.context_agents import Digest, Relay
@@ -161,3 +162,31 @@ async def test_an_unknown_id_is_refused_clearly(agents: AgentClient, client: Cli
     address = client.service_client.config.target_host
     shown = await asyncio.to_thread(run_smyth, "audit", "no-such-agent", "--address", address)
     assert_one_error_line(shown, "no agent run with workflow id 'no-such-agent'")
+
+
+async def test_a_forks_replayed_model_turns_are_marked_apart_from_the_paid_ones(
+    client: Client,
+    agents: AgentClient,
+    task_queue: str,
+    ledger: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    quotes = [tool_call("get_quote", symbol=s) for s in ("ACME", "GLOBEX")]
+    model = ScriptedModel([*quotes, reply("done"), reply("done, GLOBEX changed")])
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "Quote ACME and GLOBEX.")
+        await agents.result(handle.id)
+        # GLOBEX's quote changes: the fork's turns 1-2 match the record, turn 3 does not.
+        monkeypatch.setitem(PRICES, "GLOBEX", 99.0)
+        fork = await agents.fork(handle.id, at_step=0, replay_model_turns=True)
+        await agents.result(fork.id)
+    calls = (await agents.audit(fork.id)).of("model_call")
+
+    assert [(c.fields["step"], c.fields.get("replayed", False)) for c in calls] == [
+        (1, True),
+        (2, True),
+        (3, False),
+    ]
+    assert all(c.fields["input_tokens"] == 0 for c in calls[:2])
+    assert calls[2].fields["input_tokens"] > 0
+    assert not any(c.fields.get("replayed") for c in (await agents.audit(handle.id)).entries)
