@@ -102,6 +102,8 @@ class CompletionUsage(BaseModel):
     completion_tokens: int
     total_tokens: int
     prompt_tokens_details: dict[str, int]
+    completion_tokens_details: dict[str, int] | None = None
+    """``reasoning_tokens``: of the completion tokens, those spent reasoning. Added in 0.10.0."""
 
     @classmethod
     def of(cls, usage: Usage | None) -> CompletionUsage | None:
@@ -113,6 +115,7 @@ class CompletionUsage(BaseModel):
             completion_tokens=usage.output_tokens,
             total_tokens=usage.total_tokens,
             prompt_tokens_details={"cached_tokens": usage.cached_tokens},
+            completion_tokens_details={"reasoning_tokens": usage.reasoning_tokens},
         )
 
 
