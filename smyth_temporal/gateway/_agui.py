@@ -43,6 +43,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 try:
     from ag_ui.core import (
@@ -74,7 +75,7 @@ except ImportError as exc:  # pragma: no cover - the server extra brings it
     ) from exc
 
 from smyth_temporal.clients import AgentClient, ReplyStream
-from smyth_temporal.exceptions import InvalidDecisionError
+from smyth_temporal.exceptions import ClientError, InvalidDecisionError
 from smyth_temporal.gateway._auth import Reader
 from smyth_temporal.gateway._gateway import Gateway, GatewayDep
 from smyth_temporal.gateway._models import Decision
@@ -269,6 +270,7 @@ async def _resume(
                 f"arguments ({request.arguments_sha256}): approve only what was shown"
             )
         decisions.append((request, decision))
+    await _refuse_offsets_past_the_stream(gateway, client, workflow_id, answers)
     release = gateway.streams.take(caller)  # 429 past the key's cap, before any decision
     try:
         for request, decision in decisions:
@@ -308,6 +310,39 @@ def _interrupt_id(value: str) -> tuple[str, int]:
             "thread ended with, by their id",
         )
     return request_id, int(offset)
+
+
+async def _refuse_offsets_past_the_stream(
+    gateway: Gateway,
+    client: AgentClient,
+    workflow_id: str,
+    answers: list[tuple[tuple[str, int], ResumeEntry]],
+) -> None:
+    """Refuse an interrupt id whose offset no event of the thread has reached (404).
+
+    The offset is where the resumed run's events are read from: a forged one past the
+    stream's end (a real request id, ``@<huge>``) would follow a stream that never gets
+    there, and the resume would wait forever with its decision sent. Checked before
+    any decision, with one query of the stream's end.
+    """
+    (_, offset), entry = max(answers, key=lambda answer: answer[0][1])
+    stream = WorkflowStreamClient.create(client.client, workflow_id)
+    try:
+        async with asyncio.timeout(gateway.options.worker_timeout):
+            end = await stream.get_offset()
+    except TimeoutError:
+        raise ClientError(
+            f"no worker answered the event stream query of {workflow_id!r} within "
+            f"{gateway.options.worker_timeout:g}s; is a worker running?"
+        ) from None
+    # Every interrupt id names an event already published (``@0`` for a run that ended
+    # before publishing any): its offset is below the end.
+    if offset >= max(end, 1):
+        raise HTTPException(
+            HTTPStatus.NOT_FOUND,
+            f"no interrupt {entry.interrupt_id!r}: the thread's events end at offset {end}; "
+            "resume entries answer the interrupts a run of this thread ended with, by their id",
+        )
 
 
 def _decision(entry: ResumeEntry) -> Decision:

@@ -346,3 +346,41 @@ def test_a_failure_after_the_stream_began_is_a_run_error_in_the_sdks_words() -> 
     unexpected = _Events("thread", "run").error(RuntimeError("secret internals"))
     event = EVENTS.validate_json(unexpected.decode().removeprefix("data: ").strip())
     assert "secret" not in event.message and event.code == "500"
+
+
+async def test_a_resume_at_an_offset_past_the_threads_events_is_refused_and_decides_nothing(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
+    thread = f"agui-{uuid.uuid4().hex[:8]}"
+    async with (
+        agent_worker(client, Operator, model=model, task_queue=task_queue),
+        gateway(client, task_queue, keys) as running,
+    ):
+        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+        [interrupt] = stopped[-1].outcome.interrupts
+        sha = interrupt.metadata["smyth"]["arguments_sha256"]
+        request_id = interrupt.id.rpartition("@")[0]
+        payload = {"approved": True, "arguments_sha256": sha}
+        # The real request, at an offset no event will reach for ages: it waited forever.
+        forged = [
+            {"interruptId": f"{request_id}@{10**15}", "status": "resolved", "payload": payload}
+        ]
+        async with asyncio.timeout(30):
+            refused = await running.http.post(
+                "/ag-ui/Operator",
+                json=run_input(thread, None, resume=forged),
+                headers=keys.headers("approver"),
+            )
+        state = await running.http.get(
+            f"/v1/runs/{session_workflow_id('Operator', TENANT, thread)}",
+            headers=keys.headers("viewer"),
+        )
+        real = [{"interruptId": interrupt.id, "status": "resolved", "payload": payload}]
+        resumed = await run(running, keys, run_input(thread, None, resume=real), "approver")
+
+    assert refused.status_code == 404, refused.text
+    assert "the thread's events end at offset" in refused.json()["detail"]
+    [request] = state.json()["approvals"]
+    assert request["status"] == "pending"  # the refused resume decided nothing
+    assert text_of(resumed) == "Sold."
