@@ -82,6 +82,15 @@ class LiveClient(RunsClient):
         await self.identity.owns(workflow_id)
         return self._feeds.events(workflow_id, after)
 
+    def checked_events(
+        self, workflow_id: str, *, after: int | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """``events`` of a run whose ownership the caller has just checked (``status``).
+
+        Internal: for readers that made the check themselves, not another one.
+        """
+        return self._feeds.events(workflow_id, after)
+
     async def interrupt(
         self, workflow_id: str, *, reason: str | None = None, by: str | None = None
     ) -> InterruptOutcome:

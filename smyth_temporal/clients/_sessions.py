@@ -22,7 +22,7 @@ from smyth_temporal.clients._base import AgentRef, agent_name
 from smyth_temporal.clients._live import LiveClient
 from smyth_temporal.clients._runs import refusal
 from smyth_temporal.clients._visibility import start_tagged
-from smyth_temporal.exceptions import InvalidMessageError
+from smyth_temporal.exceptions import AgentNotFoundError, InvalidMessageError
 from smyth_temporal.types.agent import AgentInput
 from smyth_temporal.types.events import (
     AgentEvent,
@@ -63,6 +63,7 @@ class SessionsClient(LiveClient):
         wait: bool = ...,
         while_busy: WhileBusy | None = ...,
         stream: Literal[False] = ...,
+        existing: bool = ...,
     ) -> Coroutine[Any, Any, SessionReply | None]: ...
 
     @overload
@@ -77,6 +78,7 @@ class SessionsClient(LiveClient):
         wait: bool = ...,
         while_busy: WhileBusy | None = ...,
         stream: Literal[True],
+        existing: bool = ...,
     ) -> ReplyStream: ...
 
     def send(
@@ -90,6 +92,7 @@ class SessionsClient(LiveClient):
         wait: bool = True,
         while_busy: WhileBusy | None = None,
         stream: bool = False,
+        existing: bool = False,
     ) -> Coroutine[Any, Any, SessionReply | None] | ReplyStream:
         """Send a message to a persistent session, starting the session if need be.
 
@@ -111,6 +114,9 @@ class SessionsClient(LiveClient):
                 ``AgentConfig.while_busy``).
             stream: Return a ``ReplyStream`` that yields the reply as it is written
                 (``async for chunk in agents.send(..., stream=True)``).
+            existing: Only continue a session (of the caller's): with none,
+                ``AgentNotFoundError`` and nothing is sent. Streamed, the check runs
+                beside the read of where the stream ends, and is the reply's only one.
 
         Returns:
             The agent's reply (``None`` when ``wait`` is false), to await; or, with
@@ -118,8 +124,10 @@ class SessionsClient(LiveClient):
 
         Raises:
             InvalidMessageError: The session refused the message; the message says why.
+            AgentNotFoundError: ``existing``, and no such session (of the caller's).
 
-        Added in 0.2.0. Changed in 0.3.0: ``while_busy``, ``stream``.
+        Added in 0.2.0. Changed in 0.3.0: ``while_busy``, ``stream``. Changed in 0.9.0:
+        ``existing``.
         """
         self.identity.permit("operate")
         tenant = self.identity.tenant(tenant)
@@ -128,14 +136,22 @@ class SessionsClient(LiveClient):
         workflow_id = session_workflow_id(agent_name(agent), tenant, session_id)
         if stream:
             delivery = self._deliver(agent, session_id, message)
-            return ReplyStream(self, workflow_id, delivery, text=text)
-        return self._deliver(agent, session_id, message, wait=wait)
+            return ReplyStream(self, workflow_id, delivery, text=text, existing=existing)
+        return self._deliver(agent, session_id, message, wait=wait, existing=existing)
 
     async def _deliver(
-        self, agent: AgentRef, session_id: str, message: SessionMessage, *, wait: bool = True
+        self,
+        agent: AgentRef,
+        session_id: str,
+        message: SessionMessage,
+        *,
+        wait: bool = True,
+        existing: bool = False,
     ) -> SessionReply | None:
         name, tenant = agent_name(agent), message.tenant
         workflow_id = session_workflow_id(name, tenant, session_id)
+        if existing:
+            await _exists(self, workflow_id)
         start = AgentInput(
             tenant=tenant, session_id=session_id, mode="session", started_by=message.sender
         )
@@ -240,6 +256,7 @@ class ReplyStream:
         delivery: Coroutine[Any, Any, SessionReply | None],
         *,
         text: str,
+        existing: bool = False,
     ) -> None:
         self.workflow_id = workflow_id
         self.reply: SessionReply | None = None
@@ -247,6 +264,7 @@ class ReplyStream:
         self._client = client
         self._delivery = delivery
         self._text = text
+        self._existing = existing
 
     async def __aiter__(self) -> AsyncIterator[ReplyChunk]:
         events = self.events()
@@ -266,7 +284,17 @@ class ReplyStream:
 
         Added in 0.9.0.
         """
-        after = await self._end_offset()
+        if self._existing:
+            # The session's check and where its stream ends, asked at once.
+            try:
+                after, _ = await asyncio.gather(
+                    self._end_offset(), _exists(self._client, self.workflow_id)
+                )
+            except BaseException:
+                self._delivery.close()  # refused: the message is never sent
+                raise
+        else:
+            after = await self._end_offset()
         delivery = asyncio.create_task(self._delivery)
         delivery.add_done_callback(lambda _: self.answered.set())
         try:
@@ -321,12 +349,15 @@ class ReplyStream:
     async def _subscribe(
         self, after: int, delivery: asyncio.Task[SessionReply | None]
     ) -> AsyncIterator[AgentEvent]:
-        # A new session exists once the update-with-start reaches the server.
-        while await self._client.status(self.workflow_id) is None:
+        # A new session exists once the update-with-start reaches the server. ``status``
+        # (or ``_exists``, before) is the caller's ownership check too (another tenant's
+        # run is ``None``): the feed is read without a second one (a describe, ~3 ms of
+        # every streamed reply).
+        while not self._existing and await self._client.status(self.workflow_id) is None:
             if delivery.done():
                 return _nothing()
             await asyncio.sleep(_SESSION_POLL)
-        return self._client.events(self.workflow_id, after=after)
+        return self._client.checked_events(self.workflow_id, after=after)
 
     async def _end_offset(self) -> int:
         """The offset of the session's last event so far (-1: none, or no session yet)."""
@@ -338,6 +369,12 @@ class ReplyStream:
         except (RPCError, WorkflowQueryFailedError):
             return -1
         return end - 1
+
+
+async def _exists(client: LiveClient, workflow_id: str) -> None:
+    """Refuse a session that does not exist, or is not the caller's (as not found)."""
+    if await client.status(workflow_id) is None:
+        raise AgentNotFoundError(f"no session with workflow id {workflow_id!r}")
 
 
 _SESSION_POLL = 0.05

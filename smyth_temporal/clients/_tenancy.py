@@ -73,7 +73,7 @@ class TenantResolver:
     and nothing written to the run's history. One resolver serves a client and every
     view of it (``AgentClient.acting_for``).
 
-    Added in 0.4.0. Changed in 0.9.0: ``current``, ``remembered``, ``forget``.
+    Added in 0.4.0. Changed in 0.9.0: ``current``, ``remembered``, ``started``, ``forget``.
     """
 
     def __init__(self, client: Client) -> None:
@@ -127,6 +127,18 @@ class TenantResolver:
         if chain is None or tenant is None:
             return None
         return Owner(chain, tenant)
+
+    def started(self, workflow_id: str, run_id: str, tenant: str) -> None:
+        """Remember a chain this process just started: run ``run_id`` of ``workflow_id``.
+
+        The tenant is the one its input names (a fact of the chain, as if read from the
+        history), so the next check of the run reads no history. Only for a start that
+        began a new chain (not one that joined a running workflow).
+
+        Added in 0.9.0.
+        """
+        self._tenants.put(run_id, tenant)
+        self._chains.put(workflow_id, run_id)
 
     def forget(self, workflow_id: str) -> None:
         """Drop the hint for ``workflow_id`` (the server said it names another chain now)."""

@@ -178,6 +178,7 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient, RewindClient):
         id: str | None = None,
         task_queue: str | None = None,
         execution_timeout: timedelta | None = None,
+        id_reuse_policy: WorkflowIDReusePolicy = WorkflowIDReusePolicy.ALLOW_DUPLICATE,
     ) -> WorkflowHandle[Any, AgentResult]:
         """Start an agent run.
 
@@ -188,12 +189,21 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient, RewindClient):
                 run with the id of a running one fails.
             task_queue: Override the client's task queue.
             execution_timeout: Bound the whole run (default: none, agents may run for weeks).
+            id_reuse_policy: Whether an id used by a finished run may start another;
+                ``REJECT_DUPLICATE`` refuses any id ever used (still held by the server)
+                with ``WorkflowAlreadyStartedError``: an idempotent start in one call.
 
         Returns:
             The Temporal workflow handle.
 
+        Raises:
+            WorkflowAlreadyStartedError: The id names a running run, or (by
+                ``id_reuse_policy``) one that ran.
+
         Changed in 0.8.0: the run carries its tenant as the ``SmythTenant`` search
-        attribute (where the namespace has it).
+        attribute (where the namespace has it). Changed in 0.9.0: ``id_reuse_policy``;
+        the client remembers the new run's tenant (its next ownership check reads no
+        history).
         """
         self.identity.permit("operate")
         name = agent_name(agent)
@@ -216,11 +226,16 @@ class AgentClient(ApprovalsClient, SessionsClient, PauseClient, RewindClient):
                 task_queue=queue,
                 result_type=AgentResult,
                 execution_timeout=execution_timeout,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_reuse_policy=id_reuse_policy,
                 search_attributes=tags,
             )
 
-        return await start_tagged(self.client, input.tenant, start)
+        handle = await start_tagged(self.client, input.tenant, start)
+        # A start that conflicts fails (the default conflict policy), so this run began a
+        # chain of its own: its tenant is the input's, known without asking the server.
+        if handle.result_run_id:
+            self.identity.tenancy.started(workflow_id, handle.result_run_id, input.tenant)
+        return handle
 
     async def run(self, agent: AgentRef, input: AgentInput | str, **options: Any) -> AgentResult:
         """Start an agent run and wait for its result (see ``start`` for the options).

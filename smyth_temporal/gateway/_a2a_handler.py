@@ -27,6 +27,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from smyth_temporal.clients import AgentClient
@@ -343,8 +344,6 @@ class TemporalTasks(RequestHandler):
         if not text.strip():
             raise InvalidParamsError("the message has no text part: send the task as text")
         task_id = task_id_for(caller.tenant, agent, message.message_id)
-        if await client.status(task_id) is not None:
-            return Delivered(Task(id=task_id))  # the same message again: the task it started
         served = await self.gateway.check_served(agent)
         if served is False:
             self.gateway.agent(agent)  # refused: no worker has it
@@ -353,9 +352,13 @@ class TemporalTasks(RequestHandler):
             prompt=text, session_id=context_id, metadata={"a2a_message_id": message.message_id}
         )
         try:
-            await client.start(agent, run, id=task_id)
+            # The start is the deduplication: an id ever used (the same message again,
+            # or twice at once) is refused by the server, with no lookup before it.
+            await client.start(
+                agent, run, id=task_id, id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE
+            )
         except WorkflowAlreadyStartedError:
-            return Delivered(Task(id=task_id))  # the same message, sent twice at once
+            return Delivered(Task(id=task_id))  # the same message again: the task it started
         # The pickup check watches the run's history until a worker took it: beside a
         # short run, it cost a whole answer a fifth of its time (2026-11-26, bench.a2a).
         # A result proves the pickup, so a whole answer makes the check only once the

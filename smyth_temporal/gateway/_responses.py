@@ -236,7 +236,12 @@ async def create_response(
             f"an {APPROVAL_RESPONSE} item answers a request of the previous response: "
             "send previous_response_id",
         )
-    session_id = await _session_of(gateway, caller, name, body.previous_response_id)
+    # A streamed continuation checks the session as it reads where its stream ends
+    # (``send(existing=True)``), not before: one describe fewer, beside a query.
+    checked_later = body.stream and not answers
+    session_id = await _session_of(
+        gateway, caller, name, body.previous_response_id, check=not checked_later
+    )
     created = time.time()
     workflow_id = session_workflow_id(name, caller.tenant, session_id)
 
@@ -295,10 +300,22 @@ async def create_response(
 
     def streamed(while_busy: WhileBusy | None) -> Awaitable[Lookahead[TurnItem]]:
         return open_reply(
-            gateway, name, session_id, text, caller, lambda s: _taken(s, taken), while_busy
+            gateway,
+            name,
+            session_id,
+            text,
+            caller,
+            lambda s: _taken(s, taken),
+            while_busy,
+            existing=continued,
         )
 
-    source = await _unless_waiting(gateway, caller, workflow_id, streamed, continued=continued)
+    try:
+        source = await _unless_waiting(gateway, caller, workflow_id, streamed, continued=continued)
+    except AgentNotFoundError:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no response {body.previous_response_id!r}"
+        ) from None
     builder: list[Builder] = []
 
     def render(item: TurnItem) -> bytes:
@@ -367,8 +384,18 @@ def _error_event(exc: Exception) -> bytes:
     return encode(json.dumps(data), event="error")
 
 
-async def _session_of(gateway: Gateway, caller: Principal, agent: str, previous: str | None) -> str:
+async def _session_of(
+    gateway: Gateway, caller: Principal, agent: str, previous: str | None, *, check: bool = True
+) -> str:
     """The session a new response goes to: the previous response's, or a new one.
+
+    Args:
+        gateway: The gateway.
+        caller: Who asks.
+        agent: The agent named as the model.
+        previous: The previous response's id, if any.
+        check: Ask whether the session exists (and is the caller's); ``False``: the
+            caller checks it itself before sending anything (``send(existing=True)``).
 
     Raises:
         HTTPException: 404 for a previous response that is not the caller's tenant's or
@@ -383,7 +410,7 @@ async def _session_of(gateway: Gateway, caller: Principal, agent: str, previous:
             f"previous_response_id {previous!r} is a response of agent {ref.agent!r}, "
             f"not {agent!r}",
         )
-    if await gateway.acting_for(caller).status(ref.workflow_id) is None:
+    if check and await gateway.acting_for(caller).status(ref.workflow_id) is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no response {previous!r}")
     return ref.session_id
 

@@ -78,18 +78,22 @@ async def open_reply(
     caller: Principal,
     read: Callable[[ReplyStream], AsyncIterator[T]],
     while_busy: WhileBusy | None = None,
+    *,
+    existing: bool = False,
 ) -> Lookahead[T]:
     """Send a message and read its reply with ``read``, one of the key's event streams.
 
     Waits up to ``stream_grace`` for the first item, so a refusal raises here.
+    ``existing``: only continue a session (``AgentClient.send(existing=True)``).
 
     Raises:
         InvalidMessageError: The session refused the message.
+        AgentNotFoundError: ``existing``, and the caller has no such session.
     """
     release = gateway.streams.take(caller)  # 429 past the key's cap
     try:
         stream = gateway.acting_for(caller).send(
-            agent, session_id, text, while_busy=while_busy, stream=True
+            agent, session_id, text, while_busy=while_busy, stream=True, existing=existing
         )
     except BaseException:
         release()

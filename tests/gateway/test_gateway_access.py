@@ -16,7 +16,7 @@ import pytest
 from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionRequest
 from temporalio.client import Client
 
-from smyth_temporal import AgentClient
+from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.helpers.gateway_support import gateway, make_keys, until
 from tests.helpers.trader import Trader
@@ -55,10 +55,9 @@ async def test_a_gateway_approval_costs_one_describe_and_none_when_remembered(
         agent_worker(client, Trader, model=model, task_queue=task_queue),
         gateway(client, task_queue, keys) as running,
     ):
-        started = await running.http.post(
-            "/v1/agents/Trader/runs", json={"prompt": "Sell"}, headers=keys.headers("operator")
-        )
-        workflow_id = started.json()["workflow_id"]
+        # Started elsewhere: a run the gateway started itself is remembered at once.
+        started = await trusted.start(Trader, AgentInput(prompt="Sell", tenant="acme"))
+        workflow_id = started.id
         costs = []
         for _ in range(2):
             pending: list[Any] = []
