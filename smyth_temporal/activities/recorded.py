@@ -5,7 +5,8 @@ A fork started with ``replay_model_turns`` names its parent's run in the
 looks the request up by ``turn_key`` among the calls that run (and the runs it
 continued as new into) recorded, and answers with the recorded response when it finds
 one: the model is called only from the first turn whose conversation differs from the
-parent's.
+parent's. A call the parent's first model failed as overloaded, answered by a fallback
+model (``AgentConfig.fallback_models``), is found by the first model's request too.
 
 Nothing is copied to make that possible: the turns are read from the parent's own
 history, through the worker's client and data converter, so encrypted payloads and
@@ -46,6 +47,7 @@ log = structlog.get_logger("smyth_temporal.model")
 
 _SCHEDULED = EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
 _COMPLETED = EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+_FAILED = EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
 _CONTINUED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
 _CLOSED = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
@@ -81,8 +83,28 @@ async def turns_of(
     first turn at or before it (a run schedules its turns in step order), so a fork near
     the end of a long run decodes a few requests, not all.
     """
+    calls = await _answered_calls(client, history, after_step=after_step, purposes=purposes)
+    return [(asked[-1], response) for asked, response in calls]
+
+
+async def _answered_calls(
+    client: Client,
+    history: WorkflowHistory,
+    *,
+    after_step: int | None,
+    purposes: Collection[str],
+) -> list[tuple[list[ModelRequest], ModelResponse]]:
+    """``turns_of``, each answer with every request of its fallback chain, first model first.
+
+    A call the first model failed as overloaded moved to a fallback model, whose request
+    differs only in its model: a fork asks the first model again, so the answer must be
+    found by the first model's request too. Only a failed call whose request said it may
+    move on (``overloaded_after``), scheduled just before the next model's request of the
+    same question, is taken as part of the chain.
+    """
     scheduled: list[HistoryEvent] = []
     results: dict[int, list[Payload]] = {}
+    failed: set[int] = set()
     for event in history.events:
         if event.event_type == _SCHEDULED:
             if event.activity_task_scheduled_event_attributes.activity_type.name == MODEL_ACTIVITY:
@@ -90,8 +112,11 @@ async def turns_of(
         elif event.event_type == _COMPLETED:
             completed = event.activity_task_completed_event_attributes
             results[completed.scheduled_event_id] = list(completed.result.payloads)
+        elif event.event_type == _FAILED:
+            failed.add(event.activity_task_failed_event_attributes.scheduled_event_id)
     converter = client.data_converter
-    turns: list[tuple[ModelRequest, ModelResponse]] = []
+    calls: list[tuple[list[ModelRequest], ModelResponse]] = []
+    later: list[ModelRequest] | None = None  # the chain of the call scheduled just after
     for count, event in enumerate(reversed(scheduled)):
         if count % _YIELD_EVERY == _YIELD_EVERY - 1:
             # Decoding may not suspend at all: let the activity's heartbeats through.
@@ -101,15 +126,29 @@ async def turns_of(
         if after_step is not None and request.step <= after_step:
             if request.purpose == "turn":
                 break
+            later = None
             continue  # a summary or review of a step the fork already holds
         if request.purpose not in purposes:
+            later = None
             continue
         result = results.get(event.event_id)
         if result is not None:
             [response] = await converter.decode(result, [ModelResponse])
-            turns.append((request, response))
-    turns.reverse()
-    return turns
+            later = [request]
+            calls.append((later, response))
+        elif event.event_id in failed and later is not None and _moved_on(request, later[0]):
+            later.insert(0, request)
+        else:
+            later = None
+    calls.reverse()
+    return calls
+
+
+def _moved_on(earlier: ModelRequest, later: ModelRequest) -> bool:
+    """Whether ``later`` is ``earlier`` moved to the next fallback model: the same question."""
+    if earlier.overloaded_after is None or earlier.model == later.model:
+        return False
+    return turn_key(earlier.model_copy(update={"model": later.model})) == turn_key(later)
 
 
 def next_run(history: WorkflowHistory) -> str | None:
@@ -201,12 +240,15 @@ class RecordedTurns:
             if recording is None:
                 tenant = await _tenant(client, history)
                 recording = _Recording(tenant=tenant, last_step=source.after_step)
-            replayable = await turns_of(
+            replayable = await _answered_calls(
                 client, history, after_step=source.after_step, purposes=REPLAYED
             )
-            for request, response in replayable:
-                recording.responses.setdefault(turn_key(request), response)
-                recording.last_step = max(recording.last_step, request.step)
+            for asked, response in replayable:
+                # A fallback's answer is found by the first model's request too: the
+                # fork asks that model first, as its parent did.
+                for request in asked:
+                    recording.responses.setdefault(turn_key(request), response)
+                recording.last_step = max(recording.last_step, asked[-1].step)
             last = history.events[-1].event_type if history.events else None
             recording.closed = last in _CLOSED
             run_id = next_run(history)

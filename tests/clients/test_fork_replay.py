@@ -13,25 +13,31 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal.activities.recorded import RecordedTurns, turns_of
+from smyth_temporal.activities.recorded import RecordedTurns, _moved_on, turns_of
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import OpenAIProvider
 from smyth_temporal.plugin import SmythPlugin
 from smyth_temporal.testing import (
+    FakeAnthropicServer,
     FakeOpenAIServer,
     ScriptedModel,
     agent_worker,
+    anthropic_error,
+    anthropic_turn,
     chat_completion,
     payloads_in,
     reply,
     tool_call,
 )
 from smyth_temporal.types.budget import Price, PriceTable
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, RecordedRun
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import PRICES, Analyst
 from tests.helpers.context_agents import Digest, Relay
+from tests.helpers.fallback_agents import ClaudeWithFallback
 from tests.helpers.fork_agents import QuoteEvaluator
+from tests.models.test_anthropic_agent import provider_for
 
 STEPS = 20
 CHANGED_STEP = 15
@@ -239,3 +245,47 @@ async def test_a_replayed_fork_answers_its_compactions_from_the_record_too(
     assert summaries >= 1  # Digest's budget compacted the original
     assert (len(model.requests), len(model.summary_requests)) == (asked, summaries)
     assert (forked.output, forked.usage.requests) == ("digested", 1)  # step 1: the original's
+
+
+async def test_a_turn_a_fallback_model_answered_is_replayed_when_the_fork_asks_the_first_model(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    async with FakeAnthropicServer() as fake:
+        overloaded = anthropic_error(529, "overloaded_error", "Overloaded")
+        fake.enqueue(overloaded, overloaded, anthropic_turn("Markets are calm."))
+        async with agent_worker(
+            client, ClaudeWithFallback, model=provider_for(fake), task_queue=task_queue
+        ):
+            handle = await agents.start(ClaudeWithFallback, "How are markets?")
+            await agents.result(handle.id)
+            asked = len(fake.requests)
+            # What a paid fork would be told: it must not get there.
+            fake.enqueue(anthropic_turn("Markets are busy."))
+            fork = await agents.fork(handle.id, at_step=0)  # replays by default
+            forked = await agents.result(fork.id)
+        sent = [r.json["model"] for r in fake.requests]
+
+    assert sent[:asked] == ["claude-primary", "claude-primary", "claude-backup"]
+    assert len(sent) == asked  # the fork's turn 1, asked of the primary, came from the record
+    assert (forked.output, forked.usage.requests) == ("Markets are calm.", 0)
+
+
+def test_a_request_that_differs_beyond_its_model_is_never_a_fallback_of_another() -> None:
+    asked = ModelRequest(
+        model="anthropic:claude-primary",
+        messages=[Message(role="user", content="How are markets?")],
+        overloaded_after=2,
+    )
+    backup = asked.model_copy(update={"model": "anthropic:claude-backup", "overloaded_after": None})
+    assert _moved_on(asked, backup)
+    changed = {
+        "messages": [Message(role="user", content="How are bonds?")],
+        "settings": {"temperature": 0.5},
+        "tools": [{"name": "get_quote"}],
+        "purpose": "summary",
+    }
+    for field_name, value in changed.items():
+        assert not _moved_on(asked, backup.model_copy(update={field_name: value})), field_name
+    # The last model of a chain never moves on (no overloaded_after), nor a call to itself.
+    assert not _moved_on(asked.model_copy(update={"overloaded_after": None}), backup)
+    assert not _moved_on(asked, asked)
