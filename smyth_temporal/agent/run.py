@@ -149,6 +149,8 @@ class Resets:
     """The history length of the workflow task where the last notice came."""
     prompt: str | None = None
     """A notice's prompt not in the conversation yet (the next turn adds it first)."""
+    prompt_after: int = 0
+    """How many messages the conversation had when the notice came."""
 
 
 @dataclass(kw_only=True, eq=False)

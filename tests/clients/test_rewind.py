@@ -256,3 +256,27 @@ async def test_a_session_answering_a_message_is_not_rewound(
         await agents.reject(workflow_id, by="bob")
         reply_ = await sending
     assert reply_ is not None and reply_.text == "not ordered"
+
+
+async def test_a_session_rewound_between_messages_takes_the_prompt_with_its_next_message(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    def chat(request: ModelRequest) -> ModelResponse:
+        said_last = [m.content for m in request.messages if m.role == "user"][-2:]
+        return reply(" | ".join(str(text) for text in said_last))
+
+    model = ScriptedModel([chat] * 6)
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        await agents.send(Mailer, "rewound-desk", "first")
+        await agents.send(Mailer, "rewound-desk", "second")
+        workflow_id = session_workflow_id("Mailer", "default", "rewound-desk")
+        await agents.rewind(workflow_id, to_step=1, prompt=NEW_COURSE)
+        third = await agents.send(Mailer, "rewound-desk", "third")
+        history = await client.get_workflow_handle(workflow_id).fetch_history()
+
+    # The second message was abandoned with its step; the prompt comes before the third.
+    assert third is not None and third.text == f"{NEW_COURSE} | third"
+    # The session never waited out NOTICE_WAIT for a notice it had (no timer fired; one
+    # started and cancelled in a task is a turn that ran before the notice's handler).
+    fired = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED]
+    assert fired == []
