@@ -13,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from smyth_temporal import AgentClient, AgentInput
-from smyth_temporal.activities.recorded import RecordedTurns, _moved_on, turns_of
+from smyth_temporal.activities.recorded import RecordedTurns, turns_of
 from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.models import OpenAIProvider
 from smyth_temporal.plugin import SmythPlugin
@@ -30,7 +30,6 @@ from smyth_temporal.testing import (
     tool_call,
 )
 from smyth_temporal.types.budget import Price, PriceTable
-from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest, RecordedRun
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import PRICES, Analyst
@@ -268,24 +267,3 @@ async def test_a_turn_a_fallback_model_answered_is_replayed_when_the_fork_asks_t
     assert sent[:asked] == ["claude-primary", "claude-primary", "claude-backup"]
     assert len(sent) == asked  # the fork's turn 1, asked of the primary, came from the record
     assert (forked.output, forked.usage.requests) == ("Markets are calm.", 0)
-
-
-def test_a_request_that_differs_beyond_its_model_is_never_a_fallback_of_another() -> None:
-    asked = ModelRequest(
-        model="anthropic:claude-primary",
-        messages=[Message(role="user", content="How are markets?")],
-        overloaded_after=2,
-    )
-    backup = asked.model_copy(update={"model": "anthropic:claude-backup", "overloaded_after": None})
-    assert _moved_on(asked, backup)
-    changed = {
-        "messages": [Message(role="user", content="How are bonds?")],
-        "settings": {"temperature": 0.5},
-        "tools": [{"name": "get_quote"}],
-        "purpose": "summary",
-    }
-    for field_name, value in changed.items():
-        assert not _moved_on(asked, backup.model_copy(update={field_name: value})), field_name
-    # The last model of a chain never moves on (no overloaded_after), nor a call to itself.
-    assert not _moved_on(asked.model_copy(update={"overloaded_after": None}), backup)
-    assert not _moved_on(asked, asked)
