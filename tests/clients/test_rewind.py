@@ -280,3 +280,26 @@ async def test_a_session_rewound_between_messages_takes_the_prompt_with_its_next
     # started and cancelled in a task is a turn that ran before the notice's handler).
     fired = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED]
     assert fired == []
+
+
+async def test_a_run_waiting_for_an_approval_is_rewound_and_goes_on_without_the_request(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    def order(request: ModelRequest) -> ModelResponse:
+        if said(request, NEW_COURSE):
+            return reply("changed course")
+        if request.step == 1:
+            return tool_call("get_quote", symbol="ACME")
+        return tool_call("place_order", symbol="ACME", quantity=5)
+
+    model = ScriptedModel([order] * 4)
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        handle = await agents.start(Mailer, "Buy ACME")
+        await wait_for_pending(agents, handle.id, 1)  # step 2 waits for a person
+        rewound = await agents.rewind(handle.id, to_step=1, prompt=NEW_COURSE)
+        result = await agents.result(handle.id)
+        state = await agents.state(handle.id)
+
+    assert (result.output, result.steps) == ("changed course", 2)
+    assert rewound.side_effects == () and rewound.voided_approvals == ()  # nothing ran
+    assert state.pending_approvals == []
