@@ -31,7 +31,7 @@ from smyth_temporal.types.rewind import REWIND_SIGNAL
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.context_agents import Relay
-from tests.helpers.rewind_agents import Mailer, Rewindable
+from tests.helpers.rewind_agents import GATES, Mailer, Rewindable
 
 FACT_1 = "ACME reports earnings on May 3"
 FACT_3 = "ACME's CFO resigned"
@@ -303,3 +303,33 @@ async def test_a_run_waiting_for_an_approval_is_rewound_and_goes_on_without_the_
     assert (result.output, result.steps) == ("changed course", 2)
     assert rewound.side_effects == () and rewound.voided_approvals == ()  # nothing ran
     assert state.pending_approvals == []
+
+
+async def test_a_side_effect_call_still_running_is_listed_with_an_unknown_outcome(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    def wire(request: ModelRequest) -> ModelResponse:
+        if said(request, NEW_COURSE):
+            return reply("changed course")
+        if request.step == 1:
+            return tool_call("get_quote", symbol="ACME")
+        return tool_call("wire_money", amount=100)
+
+    GATES.clear()
+    model = ScriptedModel([wire] * 4)
+    async with agent_worker(client, Mailer, model=model, task_queue=task_queue):
+        handle = await agents.start(Mailer, "Pay ACME")
+        started = GATES.setdefault("started", asyncio.Event())
+        await asyncio.wait_for(started.wait(), timeout=60)  # a guard against a hang only
+        rewound = await agents.rewind(handle.id, to_step=1, prompt=NEW_COURSE)
+        GATES.setdefault("done", asyncio.Event()).set()  # the abandoned call ends now
+        result = await agents.result(handle.id)
+
+    [wired] = rewound.side_effects  # it may have acted: a reconcile hook decides
+    assert (wired.tool, wired.step, wired.outcome, wired.result) == (
+        "wire_money",
+        2,
+        "unknown",
+        None,
+    )
+    assert (result.output, result.steps) == ("changed course", 2)

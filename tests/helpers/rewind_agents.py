@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow, tool
@@ -19,6 +21,22 @@ async def send_email(to: str, text: str) -> str:
     """
     record("send_email", to=to, text=text)
     return f"sent to {to}"
+
+
+GATES: dict[str, asyncio.Event] = {}
+"""``wire_money`` sets ``started`` and waits for ``done`` (a test opens it)."""
+
+
+@tool(effect="side_effect")
+async def wire_money(amount: int) -> str:
+    """Wire money; it takes until the test lets it finish.
+
+    Args:
+        amount: How much.
+    """
+    GATES.setdefault("started", asyncio.Event()).set()
+    await GATES.setdefault("done", asyncio.Event()).wait()
+    return f"wired {amount}"
 
 
 @workflow.defn
@@ -43,7 +61,7 @@ class Mailer(AgentWorkflow):
     """Quotes, e-mails and orders (approved first), without memory."""
 
     config = AgentConfig(
-        model="test-model", tools=[get_quote, send_email, place_order], max_steps=8
+        model="test-model", tools=[get_quote, send_email, place_order, wire_money], max_steps=8
     )
 
     @workflow.run
