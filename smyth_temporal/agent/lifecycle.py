@@ -186,6 +186,7 @@ class Lifecycle:
             session_messages=self._inbox.received,
             delegations=self._delegation.count,
             versions=conversation.versions,
+            rewind=self._run.rewind,
         )
 
     def snapshot(self, input: AgentInput | None) -> AgentState:
@@ -228,6 +229,7 @@ class Lifecycle:
         self.generation = checkpoint.generation
         self._inbox.received = checkpoint.session_messages
         self._delegation.count = checkpoint.delegations
+        self._run.rewind = checkpoint.rewind
         self.restored = True
         self._log.info("agent.resumed", step=conversation.step, generation=self.generation)
         return dict(checkpoint.data)

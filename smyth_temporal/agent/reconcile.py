@@ -98,6 +98,21 @@ class Reconciler:
                 return rewound
         return None
 
+    def _settle(self, key: tuple[int, str]) -> None:
+        """``key``'s call was reconciled: its abandoned call leaves the notice.
+
+        ``run.rewind`` then lists only what is left to reconcile, which is what
+        continue-as-new carries (``AgentCheckpoint.rewind``).
+        """
+        self._answered.add(key)
+        index = self._claims.pop(key, None)
+        notice = self._run.rewind
+        if index is None or notice is None:
+            return
+        left = notice.side_effects[:index] + notice.side_effects[index + 1 :]
+        self._run.rewind = self._notice = notice.model_copy(update={"side_effects": left})
+        self._claims = {k: i - (i > index) for k, i in self._claims.items()}
+
     def release(self, call: ToolCall) -> None:
         """Give back ``call``'s claim if it was never asked about (the turn was interrupted).
 
@@ -130,7 +145,7 @@ class Reconciler:
             answer = await call_reconcile(spec, abandoned)
         except ActivityError as exc:
             answer = Reconciled.unknown(f"its reconcile hook failed: {exc.cause or exc}")
-        self._answered.add((invocation.step, invocation.call_id))
+        self._settle((invocation.step, invocation.call_id))
         self._run.log.info(
             "agent.tool_reconciled",
             step=invocation.step,

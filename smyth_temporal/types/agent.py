@@ -11,6 +11,7 @@ from smyth_temporal.types.approvals import ApprovalRequest
 from smyth_temporal.types.compaction import Compaction
 from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.messages import Message, ToolCall, Usage
+from smyth_temporal.types.rewind import RewindNotice
 from smyth_temporal.types.versions import StepVersions
 
 __all__ = [
@@ -137,6 +138,10 @@ class AgentCheckpoint(BaseModel):
     """What approved ``continue_over_budget`` requests not carried in ``approvals`` add to
     the run's ``max_cost``: an extension stays in force however many decisions come
     after it. Added in 0.8.0."""
+    rewind: RewindNotice | None = None
+    """The notice of the rewind the run went through, listing only the side effects no
+    call has reconciled yet, so the next run still asks before repeating them. Added in
+    0.10.0."""
 
 
 class AgentLimits(BaseModel):

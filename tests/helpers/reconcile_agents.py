@@ -10,6 +10,7 @@ hook asks the system the tool acted on. Imported by in-process workers and by
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -26,7 +27,16 @@ from smyth_temporal.types.approvals import arguments_sha256
 from smyth_temporal.types.rewind import RewoundCall
 from tests.helpers.trading import LEDGER_ENV, read_ledger, record
 
-__all__ = ["ANSWERS", "Payer", "Postman", "abandoned_send", "post", "send", "transfer"]
+__all__ = [
+    "ANSWERS",
+    "HoppingPostman",
+    "Payer",
+    "Postman",
+    "abandoned_send",
+    "post",
+    "send",
+    "transfer",
+]
 
 ANSWERS: Mapping[str, Reconciled] = {
     "ann": Reconciled.done("sent to ann (before the rewind)"),
@@ -129,6 +139,17 @@ async def transfer(amount: int, hang: bool = False) -> str:
 @workflow.defn
 class Postman(AgentWorkflow):
     config = AgentConfig(model="test-model", tools=[send, post], max_steps=4)
+
+    @workflow.run
+    async def run(self, input: AgentInput) -> AgentResult:
+        return await self.run_agent(input)
+
+
+@workflow.defn
+class HoppingPostman(AgentWorkflow):
+    """``Postman`` continuing as new after every step."""
+
+    config = dataclasses.replace(Postman.config, continue_as_new_after_steps=1)
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

@@ -32,7 +32,7 @@ from smyth_temporal.types.approvals import ApprovalRequest, arguments_sha256
 from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice, RewoundCall
 from smyth_temporal.types.tools import ToolInvocation
 from tests.agent.test_crash_recovery import RESULT_TIMEOUT, wait_for_entry
-from tests.helpers.reconcile_agents import Payer, Postman, abandoned_send
+from tests.helpers.reconcile_agents import HoppingPostman, Payer, Postman, abandoned_send
 from tests.helpers.reconcile_worker import spawn_payer
 from tests.helpers.trading import read_ledger
 
@@ -201,6 +201,38 @@ async def test_a_reconcile_hook_that_keeps_failing_asks_a_person_instead_of_fail
     assert len([e for e in entries if e["tool"] == "reconcile.post"]) == 2  # its retries
     assert [e["to"] for e in entries if e["tool"] == "post"] == ["cy"]
     assert result.output == "posted to cy"
+
+
+async def test_what_is_left_to_reconcile_survives_continue_as_new(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # Two sends to ann were abandoned. The rewound run sends to ann at steps 1, 2 and 3,
+    # continuing as new after each: the first two are reconciled (one abandoned call
+    # each, across runs), the third is a new send and runs.
+    model = ScriptedModel([tool_call("send", to="ann", text="hi")] * 3 + [tool_results])
+    twice = tuple(
+        abandoned_send("ann", i).model_copy(update={"idempotency_key": f"abandoned/ann/{i}"})
+        for i in range(2)
+    )
+    notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=twice)
+    workflow_id = f"hopping-{uuid.uuid4().hex[:8]}"
+    async with agent_worker(client, HoppingPostman, model=model, task_queue=task_queue):
+        await client.start_workflow(
+            "HoppingPostman",
+            AgentInput(prompt="Say hi to ann, three times"),
+            id=workflow_id,
+            task_queue=task_queue,
+            start_signal=REWIND_SIGNAL,
+            start_signal_args=[notice],
+        )
+        result = await agents.result(workflow_id)
+    entries = read_ledger(ledger)
+    assert [e["key"] for e in entries if e["tool"] == "reconcile.send"] == [
+        "abandoned/ann/0",
+        "abandoned/ann/1",
+    ]
+    assert len([e for e in entries if e["tool"] == "send"]) == 1
+    assert result.output.split(" | ") == ["sent to ann (before the rewind)"] * 2 + ["sent to ann"]
 
 
 async def test_a_retry_after_the_tool_acted_reuses_the_result_when_reconcile_says_done(
