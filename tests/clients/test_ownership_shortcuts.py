@@ -99,7 +99,7 @@ async def test_a_streamed_reply_checks_its_session_once_and_never_another_tenant
     async with agent_worker(client, Operator, model=model, task_queue=task_queue):
         await acme.send(Operator, session, "I am Alice.")
         checks = counting(monkeypatch, "current")
-        stream = acme.send(Operator, session, "Who am I?", stream=True, existing=True)
+        stream = acme.send(Operator, session, "Who am I?", stream=True)
         text = "".join([chunk.text async for chunk in stream])
         checked = list(checks)
         for name in (session, f"never-{session}"):  # globex's is acme's squatter, or none
