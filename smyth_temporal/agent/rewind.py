@@ -3,21 +3,21 @@
 Workflow code. A rewind (``AgentClient.rewind``) resets the run to the workflow task
 that ended step N and signals the new run a ``RewindNotice``: in the reset request
 itself (a post-reset operation) where the server supports it, else right after it.
-Either way the run must not start step N+1 without the notice, so:
+Either way the run must not start step N+1 without the notice, so it counts both:
 
-- a reset is seen where it happens: Temporal gives the workflow a new random seed
-  there (``register_random_seed_callback``), in the workflow task that resumes the
-  run after step N; a coroutine started with the run wakes up in that same task and
-  notes its history length (``Run.resets.reset_at``: the callback itself cannot read
-  it, it runs while the activation's jobs are applied);
-- the notice's handler notes the length of the task it came in (``notice_at``);
-- before the model turn, ``before_turn`` waits while the last reset came in a later
-  task than the last notice. A notice signalled with the reset comes in the same task
-  (handlers and the reseed of one activation run in either order, depending on the
-  run's temporalio version: lengths, not order, decide). A reset that is not a
-  rewind's (``temporal workflow reset``) never gets a notice: the run waits at most
-  ``NOTICE_WAIT`` and goes on (patch ``smyth-rewind-wait``, so histories reset before
-  this code replay unchanged).
+- a reset is seen where Temporal gives the workflow a new random seed
+  (``register_random_seed_callback``); each reset reseeds the run once, and replaying
+  the run from its history sees every earlier reset again;
+- the notice's handler counts the notices;
+- before a model turn, ``before_turn`` waits while fewer notices than resets came.
+
+Counts, not positions: the reseed and the notice may come in either order and in
+different workflow tasks (the reseed of a reset run has been seen one task after the
+notice signalled right after the reset), so comparing where each came made a session
+rewound between messages wait out ``NOTICE_WAIT`` for a notice it already had. A reset
+that is not a rewind's (``temporal workflow reset``) never gets a notice: the run waits
+at most ``NOTICE_WAIT`` and goes on, counting it as explained (patch
+``smyth-rewind-wait``, so histories reset before this code replay unchanged).
 
 Taking a notice: it becomes ``Run.rewind`` (the tool runner reconciles the side effects
 it lists), the memories the abandoned steps wrote are removed (a recall waits for
@@ -31,7 +31,6 @@ Added in 0.10.0.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from functools import partial
 
@@ -51,43 +50,27 @@ NOTICE_WAIT = timedelta(minutes=1)
 
 
 def watch_resets(run: Run) -> None:
-    """Note where the run is reset (call it from the workflow's constructor).
+    """Count the run's resets (call it from the workflow's constructor).
 
     Issues no command: histories without a reset replay unchanged.
     """
     workflow.register_random_seed_callback(partial(_reset_seen, run))
-    asyncio.get_running_loop().create_task(_note_resets(run))
 
 
 def _reset_seen(run: Run, _seed: int) -> None:
-    # Called while the activation's jobs are applied (no workflow.info() here: it would
-    # raise, and temporalio drops a callback's errors): _note_resets notes where.
-    run.resets.reseeded = True
-
-
-async def _note_resets(run: Run) -> None:
-    # For a run that takes no model turn in the reset's task (a session waiting for its
-    # next message); before_turn notes it first when it runs in that task.
-    while True:
-        await workflow.wait_condition(lambda: run.resets.reseeded)
-        _note_reset(run)
-
-
-def _note_reset(run: Run) -> None:
-    if run.resets.reseeded:
-        run.resets.reseeded = False
-        run.resets.reset_at = workflow.info().get_current_history_length()
+    # Called while the activation's jobs are applied: only counting here (workflow.info()
+    # would raise, and temporalio drops a callback's errors).
+    run.resets.seen += 1
 
 
 async def before_turn(run: Run) -> None:
     """Wait for the notice of a rewind whose reset this run has seen; add its prompt."""
-    _note_reset(run)
     resets = run.resets
     # Waits only after a reset whose notice has not come (never in a run without one).
-    waiting = resets.reset_at > resets.notice_at and workflow.patched(REWIND_WAIT_PATCH)
+    waiting = resets.seen > resets.noticed and workflow.patched(REWIND_WAIT_PATCH)
     if waiting and not await _notice_within(run, NOTICE_WAIT):
         run.log.warning("agent.reset_without_notice", waited=str(NOTICE_WAIT))
-        resets.notice_at = resets.reset_at
+        resets.noticed = resets.seen
     if resets.prompt is not None:
         _add_prompt(run, resets.prompt)
         resets.prompt = None
@@ -111,7 +94,7 @@ def _add_prompt(run: Run, prompt: str) -> None:
 async def _notice_within(run: Run, timeout: timedelta) -> bool:
     resets = run.resets
     try:
-        await workflow.wait_condition(lambda: resets.notice_at >= resets.reset_at, timeout=timeout)
+        await workflow.wait_condition(lambda: resets.noticed >= resets.seen, timeout=timeout)
     except TimeoutError:
         return False
     return True
@@ -120,7 +103,7 @@ async def _notice_within(run: Run, timeout: timedelta) -> bool:
 async def take_rewind(run: Run, memory: AgentMemory, notice: RewindNotice) -> None:
     """Go on from ``notice``: store it, add its prompt, forget what was abandoned."""
     run.rewind = notice
-    run.resets.notice_at = workflow.info().get_current_history_length()
+    run.resets.noticed += 1
     run.resets.prompt = notice.prompt or None
     run.resets.prompt_after = len(run.conversation.messages)
     run.log.info(

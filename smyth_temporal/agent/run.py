@@ -141,12 +141,10 @@ class Resets:
     Added in 0.10.0.
     """
 
-    reseeded: bool = False
-    """Temporal reseeded the run (a reset) since the last model turn looked."""
-    reset_at: int = 0
-    """The history length of the workflow task where the last reset was seen."""
-    notice_at: int = 0
-    """The history length of the workflow task where the last notice came."""
+    seen: int = 0
+    """How many resets Temporal told this run of (each reseeds it)."""
+    noticed: int = 0
+    """How many rewind notices came (or resets were given up waiting for)."""
     prompt: str | None = None
     """A notice's prompt not in the conversation yet (the next turn adds it first)."""
     prompt_after: int = 0
