@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
-from tests.helpers.trading import get_quote
+from smyth_temporal import AgentInput, AgentResult, AgentWorkflow
+from tests.helpers import provider_agents
+from tests.helpers.provider_agents import RESEARCH
 
-RESEARCH = (
-    "You are a careful market analyst. Look quotes up with get_quote before answering, "
-    "one symbol at a time, and answer in one sentence. "
-) * 30
-"""Long instructions, as real agents have: the prefix worth caching."""
+__all__ = ["RESEARCH", "ClaudeAnalyst", "ClaudeLongRunner"]
 
 
 @workflow.defn
 class ClaudeAnalyst(AgentWorkflow):
-    config = AgentConfig(
-        model="anthropic:claude-test", instructions=RESEARCH, tools=[get_quote], max_steps=60
-    )
+    config = provider_agents.analyst("anthropic:claude-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -30,14 +25,7 @@ class ClaudeLongRunner(AgentWorkflow):
     """``ClaudeAnalyst`` for long runs: compacts beyond 2,400 tokens, continues as new
     every 25 turns."""
 
-    config = AgentConfig(
-        model="anthropic:claude-test",
-        instructions=RESEARCH,
-        tools=[get_quote],
-        max_steps=200,
-        context_budget=2_400,
-        continue_as_new_after_steps=25,
-    )
+    config = provider_agents.long_runner("anthropic:claude-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

@@ -5,17 +5,13 @@ from __future__ import annotations
 from temporalio import workflow
 
 from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
+from tests.helpers import provider_agents
 from tests.helpers.trading import get_quote
 
 
 @workflow.defn
 class ClaudeWithFallback(AgentWorkflow):
-    config = AgentConfig(
-        model="anthropic:claude-primary",
-        fallback_models=["anthropic:claude-backup"],
-        instructions="Answer in one sentence.",
-        tools=[get_quote],
-    )
+    config = provider_agents.with_fallback("anthropic:claude-primary", "anthropic:claude-backup")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -27,11 +23,7 @@ class ClaudeInSmallWindow(AgentWorkflow):
     """Its budget (the default 32k) is far above the model's window: only the window's
     refusal can make it compact."""
 
-    config = AgentConfig(
-        model="anthropic:claude-test",
-        instructions="Quote the symbols one at a time.",
-        tools=[get_quote],
-    )
+    config = provider_agents.in_small_window("anthropic:claude-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

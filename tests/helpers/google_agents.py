@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from temporalio import workflow
 
-from smyth_temporal import AgentConfig, AgentInput, AgentResult, AgentWorkflow
-from tests.helpers.anthropic_agents import RESEARCH
-from tests.helpers.trading import get_quote
+from smyth_temporal import AgentInput, AgentResult, AgentWorkflow
+from tests.helpers import provider_agents
 
 
 @workflow.defn
 class GeminiAnalyst(AgentWorkflow):
-    config = AgentConfig(
-        model="google:gemini-test", instructions=RESEARCH, tools=[get_quote], max_steps=60
-    )
+    config = provider_agents.analyst("google:gemini-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -22,12 +19,7 @@ class GeminiAnalyst(AgentWorkflow):
 
 @workflow.defn
 class GeminiWithFallback(AgentWorkflow):
-    config = AgentConfig(
-        model="google:gemini-primary",
-        fallback_models=["google:gemini-backup"],
-        instructions="Answer in one sentence.",
-        tools=[get_quote],
-    )
+    config = provider_agents.with_fallback("google:gemini-primary", "google:gemini-backup")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -39,11 +31,7 @@ class GeminiInSmallWindow(AgentWorkflow):
     """Its budget (the default 32k) is far above the model's window: only the window's
     refusal can make it compact."""
 
-    config = AgentConfig(
-        model="google:gemini-test",
-        instructions="Quote the symbols one at a time.",
-        tools=[get_quote],
-    )
+    config = provider_agents.in_small_window("google:gemini-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
@@ -55,14 +43,7 @@ class GeminiLongRunner(AgentWorkflow):
     """``GeminiAnalyst`` for long runs: compacts beyond 2,400 tokens, continues as new
     every 25 turns."""
 
-    config = AgentConfig(
-        model="google:gemini-test",
-        instructions=RESEARCH,
-        tools=[get_quote],
-        max_steps=200,
-        context_budget=2_400,
-        continue_as_new_after_steps=25,
-    )
+    config = provider_agents.long_runner("google:gemini-test")
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:

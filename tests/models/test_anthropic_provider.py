@@ -22,19 +22,8 @@ from smyth_temporal.testing import (
 from smyth_temporal.types.budget import Price
 from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.model import ModelRequest, ModelResponse
+from tests.helpers.provider_requests import QUOTE_TOOL, quote_request
 
-QUOTE_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_quote",
-        "description": "Latest price for a ticker symbol.",
-        "parameters": {"type": "object", "properties": {"symbol": {"type": "string"}}},
-    },
-}
-NOTE_TOOL = {
-    "type": "function",
-    "function": {"name": "add_note", "parameters": {"type": "object", "properties": {}}},
-}
 INSTRUCTIONS = "You analyse markets. " * 40
 
 
@@ -50,10 +39,7 @@ def provider(fake: FakeAnthropicServer) -> AnthropicProvider:
 
 
 def request(*messages: Message, step: int = 0) -> ModelRequest:
-    prompt = [Message.system(INSTRUCTIONS), Message.user("Quote ACME"), *messages]
-    return ModelRequest(
-        model="claude-test", messages=prompt, tools=[QUOTE_TOOL, NOTE_TOOL], step=step
-    )
+    return quote_request("claude-test", INSTRUCTIONS, *messages, step=step)
 
 
 async def test_tool_use_and_usage_with_cache_tokens(

@@ -22,19 +22,8 @@ from smyth_temporal.settings import ModelSettings
 from smyth_temporal.testing import FakeGoogleServer, GoogleTurn, google_error, google_turn
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest, OutputSchema, is_overloaded
+from tests.helpers.provider_requests import QUOTE_TOOL, quote_request
 
-QUOTE_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_quote",
-        "description": "Latest price for a ticker symbol.",
-        "parameters": {"type": "object", "properties": {"symbol": {"type": "string"}}},
-    },
-}
-NOTE_TOOL = {
-    "type": "function",
-    "function": {"name": "add_note", "parameters": {"type": "object", "properties": {}}},
-}
 INSTRUCTIONS = "You analyse markets. " * 40
 THOUGHTS: dict[str, Any] = {"thinking_config": {"include_thoughts": True}}
 
@@ -51,14 +40,7 @@ def provider(fake: FakeGoogleServer) -> GoogleProvider:
 
 
 def request(*messages: Message, step: int = 0, **settings: Any) -> ModelRequest:
-    prompt = [Message.system(INSTRUCTIONS), Message.user("Quote ACME"), *messages]
-    return ModelRequest(
-        model="gemini-test",
-        messages=prompt,
-        tools=[QUOTE_TOOL, NOTE_TOOL],
-        step=step,
-        settings=settings,
-    )
+    return quote_request("gemini-test", INSTRUCTIONS, *messages, step=step, settings=settings)
 
 
 def generate_calls(fake: FakeGoogleServer) -> list[dict[str, Any]]:

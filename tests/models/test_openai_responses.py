@@ -29,19 +29,8 @@ from smyth_temporal.types.model import (
     is_overloaded,
 )
 from tests.helpers.agents import Analyst
+from tests.helpers.provider_requests import quote_request
 
-QUOTE_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_quote",
-        "description": "Latest price for a ticker symbol.",
-        "parameters": {"type": "object", "properties": {"symbol": {"type": "string"}}},
-    },
-}
-NOTE_TOOL = {
-    "type": "function",
-    "function": {"name": "add_note", "parameters": {"type": "object", "properties": {}}},
-}
 INSTRUCTIONS = "You analyse markets. " * 300  # over the 1,024 tokens OpenAI caches from
 
 
@@ -57,14 +46,7 @@ def provider(fake: FakeOpenAIServer) -> OpenAIResponsesProvider:
 
 
 def request(*messages: Message, step: int = 0, **settings: object) -> ModelRequest:
-    prompt = [Message.system(INSTRUCTIONS), Message.user("Quote ACME"), *messages]
-    return ModelRequest(
-        model="gpt-5-test",
-        messages=prompt,
-        tools=[QUOTE_TOOL, NOTE_TOOL],
-        step=step,
-        settings=dict(settings),
-    )
+    return quote_request("gpt-5-test", INSTRUCTIONS, *messages, step=step, settings=settings)
 
 
 async def quote_then_answer(
