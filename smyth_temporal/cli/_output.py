@@ -23,7 +23,7 @@ from smyth_temporal.types import ApprovalDecision, ApprovalRequest
 from smyth_temporal.types.agent import AgentState
 from smyth_temporal.types.lineage import ForkRef, RewindRecord
 from smyth_temporal.types.memory import MemoryHit, MemoryRecord
-from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.messages import Message, ToolCall, Usage
 from smyth_temporal.types.quorum import Quorum
 
 __all__ = [
@@ -88,13 +88,22 @@ def progress_line(state: AgentState) -> str:
     return line
 
 
+def _cache_share(usage: Usage) -> str:
+    """``; 0.92 read from cache``, as ``smyth audit`` words it; nothing before any input.
+
+    A run whose every call reads nothing from the cache shows ``0.00``: caching that
+    never hits is worth seeing.
+    """
+    return f"; {usage.cache_read_share:.2f} read from cache" if usage.input_tokens else ""
+
+
 def format_state(state: AgentState) -> str:
     """A human summary of an agent's state, several lines."""
     session = f", session {state.session_id}" if state.session_id else ""
     lines = [
         f"{state.workflow_id}  (agent {state.agent}, tenant {state.tenant}{session})",
         f"status   {state.status}, step {state.step}/{state.max_steps}",
-        f"usage    {format_usage(state.usage)}",
+        f"usage    {format_usage(state.usage)}{_cache_share(state.usage)}",
     ]
     if state.fork_of is not None:
         origin = state.fork_of

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 __all__ = ["Message", "Role", "ToolCall", "Usage"]
 
@@ -120,11 +120,17 @@ class Usage(BaseModel):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    # A computed field, so the share is in every serialized usage (``AgentState.usage``
+    # in ``GET /v1/runs/{id}`` and ``smyth state --json``), not only in Python. Derived,
+    # never stored: a payload with the key validates (extra keys are ignored) and one
+    # without it too, so recorded histories and old clients' payloads still load.
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cache_read_share(self) -> float:
         """The share of input tokens served from the prompt cache (0 without input).
 
-        Added in 0.10.0.
+        Added in 0.10.0. Changed in 0.10.1: serialized with the usage
+        (``"cache_read_share"``), derived from ``cached_tokens`` and ``input_tokens``.
         """
         return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
