@@ -42,9 +42,18 @@ from smyth_temporal.types.events import MessageCompleted
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.rewind import RewindNotice
 
-__all__ = ["NOTICE_WAIT", "REWIND_WAIT_PATCH", "before_turn", "take_rewind", "watch_resets"]
+__all__ = [
+    "NOTICE_WAIT",
+    "REWIND_CARRY_PATCH",
+    "REWIND_WAIT_PATCH",
+    "before_turn",
+    "carry_unreconciled",
+    "take_rewind",
+    "watch_resets",
+]
 
 REWIND_WAIT_PATCH = "smyth-rewind-wait"
+REWIND_CARRY_PATCH = "smyth-rewind-carry"
 NOTICE_WAIT = timedelta(minutes=1)
 """How long a reset run waits for a rewind's notice before it goes on without one."""
 
@@ -100,8 +109,36 @@ async def _notice_within(run: Run, timeout: timedelta) -> bool:
     return True
 
 
+def carry_unreconciled(previous: RewindNotice | None, notice: RewindNotice) -> RewindNotice:
+    """``notice`` followed by the side effects ``previous`` still had to reconcile.
+
+    A second rewind abandons a run that was itself rewound: the side effects of the
+    first abandoned run that the run had not repeated yet are in no history the second
+    rewind reads, yet they happened. Replaying to the second rewind's step rebuilds
+    ``run.rewind`` as it was there (calls reconciled after that step are back in it), so
+    what it lists is exactly what is still owed. The new notice's own calls come first:
+    they are the latest effects, so a repeated call is matched against what most
+    recently happened (a send the first rewound run made again is found as done, not
+    the first abandoned one it had found ``not_done``).
+    """
+    if previous is None:
+        return notice
+    listed = {call.idempotency_key for call in notice.side_effects}
+    left = tuple(c for c in previous.side_effects if c.idempotency_key not in listed)
+    if not left:
+        return notice
+    return notice.model_copy(update={"side_effects": (*notice.side_effects, *left)})
+
+
 async def take_rewind(run: Run, memory: AgentMemory, notice: RewindNotice) -> None:
-    """Go on from ``notice``: store it, add its prompt, forget what was abandoned."""
+    """Go on from ``notice``: store it, add its prompt, forget what was abandoned.
+
+    What an earlier notice still had to reconcile is kept (``carry_unreconciled``;
+    patch ``smyth-rewind-carry``, asked only when there is something to carry).
+    """
+    carried = carry_unreconciled(run.rewind, notice)
+    if carried is not notice and workflow.patched(REWIND_CARRY_PATCH):
+        notice = carried
     run.rewind = notice
     run.resets.noticed += 1
     run.resets.prompt = notice.prompt or None

@@ -23,6 +23,7 @@ from temporalio.testing import ActivityEnvironment
 
 from smyth_temporal import AgentClient, AgentInput, tool
 from smyth_temporal.activities import tool_activities
+from smyth_temporal.agent.rewind import carry_unreconciled
 from smyth_temporal.agent.tooling import idempotency_key
 from smyth_temporal.exceptions import ToolDefinitionError
 from smyth_temporal.security import EnvSecrets, Secrets
@@ -233,6 +234,55 @@ async def test_what_is_left_to_reconcile_survives_continue_as_new(
     ]
     assert len([e for e in entries if e["tool"] == "send"]) == 1
     assert result.output.split(" | ") == ["sent to ann (before the rewind)"] * 2 + ["sent to ann"]
+
+
+async def test_a_second_rewind_keeps_the_first_rewinds_unreconciled_side_effects(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # The first rewind abandoned a send to ann; before the run repeated it, a second
+    # rewind abandoned a send to bob. The second notice names only bob's (ann's is in no
+    # history it reads), yet ann's happened: the run must still ask before sending again.
+    calls = [tool_call("send", to=to, text="hi") for to in ("ann", "bob")]
+    model = ScriptedModel([calls, tool_results])
+    first = RewindNotice(to_step=0, abandoned_run_id="r1", side_effects=(abandoned_send("ann", 0),))
+    second = RewindNotice(
+        to_step=0, abandoned_run_id="r2", side_effects=(abandoned_send("bob", 0),)
+    )
+    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
+    handle = await client.start_workflow(
+        "Postman",
+        AgentInput(prompt="Send hi to ann and bob"),
+        id=workflow_id,
+        task_queue=task_queue,
+        start_signal=REWIND_SIGNAL,
+        start_signal_args=[first],
+    )
+    await handle.signal(REWIND_SIGNAL, second)  # both come in the run's first task
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
+        result = await agents.result(workflow_id)
+    entries = read_ledger(ledger)
+    assert [e["to"] for e in entries if e["tool"] == "reconcile.send"] == ["ann", "bob"]
+    assert [e["to"] for e in entries if e["tool"] == "send"] == ["bob"]  # ann's: done
+    assert result.output == "sent to ann (before the rewind) | sent to bob"
+    assert result.status == "completed"
+
+
+def test_a_second_notice_lists_its_own_calls_first_then_what_the_first_left() -> None:
+    ann, bob = abandoned_send("ann", 0), abandoned_send("bob", 1)
+    first = RewindNotice(to_step=1, abandoned_run_id="r1", side_effects=(ann, bob))
+    second = RewindNotice(
+        to_step=2, abandoned_run_id="r2", side_effects=(bob, abandoned_send("cy", 0))
+    )
+    carried = carry_unreconciled(first, second)
+    # bob's call is listed once (same idempotency key); the new notice's own come first.
+    assert [c.idempotency_key for c in carried.side_effects] == [
+        "abandoned/bob",
+        "abandoned/cy",
+        "abandoned/ann",
+    ]
+    assert carried.abandoned_run_id == "r2" and carried.to_step == 2
+    assert carry_unreconciled(None, second) is second
+    assert carry_unreconciled(first.model_copy(update={"side_effects": ()}), second) is second
 
 
 async def test_a_retry_after_the_tool_acted_reuses_the_result_when_reconcile_says_done(
