@@ -16,48 +16,19 @@ from hypothesis import strategies as st
 
 from smyth_temporal.models._anthropic import AnthropicProvider
 from smyth_temporal.testing._fake_anthropic import _prompt_blocks
-from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest
+from tests.helpers import conversations
+from tests.helpers.conversations import TOOLS, texts
 
 PROVIDER = AnthropicProvider(api_key="sk-ant-invariant")
-TOOLS = [
-    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-    for name in ("zeta", "alpha", "mid")
-]
-
-texts = st.text(max_size=12)
-calls = st.lists(
-    st.builds(
-        ToolCall,
-        id=st.sampled_from(["toolu_1", "toolu_2"]),
-        name=st.sampled_from(["alpha", "zeta"]),
-        arguments=st.sampled_from(['{"a": 1}', "[]", "not json", "{}"]),
-    ),
-    max_size=2,
-)
 thinking = st.lists(
     st.builds(
         lambda text: {"type": "thinking", "thinking": text, "signature": f"sig-{text}"}, texts
     ),
     max_size=1,
 )
-messages = st.one_of(
-    st.builds(Message.system, texts),
-    st.builds(Message.user, texts),
-    st.builds(
-        lambda content, tool_calls, items: Message(
-            role="assistant", content=content, tool_calls=tool_calls, provider_items=items
-        ),
-        st.none() | texts,
-        calls,
-        thinking,
-    ),
-    st.builds(
-        lambda call_id, content: Message(role="tool", tool_call_id=call_id, content=content),
-        st.sampled_from(["toolu_1", "toolu_2"]),
-        texts,
-    ),
-)
+messages = conversations.messages(("toolu_1", "toolu_2"), provider_items=thinking)
 
 
 def blocks(conversation: list[Message]) -> list[str]:

@@ -26,23 +26,11 @@ from smyth_temporal.models._google import GEMINI_PART, GoogleProvider, _Parts
 from smyth_temporal.testing._fake_google import _chunks
 from smyth_temporal.types.messages import Message, ToolCall
 from smyth_temporal.types.model import ModelRequest
+from tests.helpers import conversations
+from tests.helpers.conversations import TOOLS, texts
 
 PROVIDER = GoogleProvider(api_key="gemini-invariant")
-TOOLS = [
-    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-    for name in ("zeta", "alpha", "mid")
-]
-
-texts = st.text(max_size=12)
-calls = st.lists(
-    st.builds(
-        ToolCall,
-        id=st.sampled_from(["call_1_0", "call_1_1"]),
-        name=st.sampled_from(["alpha", "zeta"]),
-        arguments=st.sampled_from(['{"a": 1}', "[]", "not json", "{}"]),
-    ),
-    max_size=2,
-)
+CALL_IDS = ("call_1_0", "call_1_1")
 
 
 def signed(content: str | None, tool_calls: list[ToolCall], signature: str) -> Message:
@@ -58,23 +46,16 @@ def signed(content: str | None, tool_calls: list[ToolCall], signature: str) -> M
     return Message(role="assistant", content=content, tool_calls=tool_calls, provider_items=items)
 
 
-messages = st.one_of(
-    st.builds(Message.system, texts),
-    st.builds(Message.user, texts),
-    st.builds(
-        lambda content, tool_calls: Message(
-            role="assistant", content=content, tool_calls=tool_calls
+messages = conversations.messages(
+    CALL_IDS,
+    tool_name="alpha",
+    more=(
+        st.builds(
+            signed,
+            st.none() | texts,
+            conversations.tool_calls(CALL_IDS),
+            st.sampled_from(["c2ln", "AP8="]),
         ),
-        st.none() | texts,
-        calls,
-    ),
-    st.builds(signed, st.none() | texts, calls, st.sampled_from(["c2ln", "AP8="])),
-    st.builds(
-        lambda call_id, content: Message(
-            role="tool", tool_call_id=call_id, name="alpha", content=content
-        ),
-        st.sampled_from(["call_1_0", "call_1_1"]),
-        texts,
     ),
 )
 

@@ -21,25 +21,12 @@ from hypothesis import strategies as st
 
 from smyth_temporal.models._openai_responses import params
 from smyth_temporal.testing._fake_responses import ResponsesLedger, _prompt_blocks
-from smyth_temporal.types.messages import Message, ToolCall
+from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest
+from tests.helpers import conversations
+from tests.helpers.conversations import TOOLS, texts
 
 LEDGER = ResponsesLedger()
-TOOLS: list[dict[str, Any]] = [
-    {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-    for name in ("zeta", "alpha", "mid")
-]
-
-texts = st.text(max_size=12)
-calls = st.lists(
-    st.builds(
-        ToolCall,
-        id=st.sampled_from(["call_1", "call_2"]),
-        name=st.sampled_from(["alpha", "zeta"]),
-        arguments=st.sampled_from(['{"a": 1}', "[]", "not json", "{}"]),
-    ),
-    max_size=2,
-)
 
 
 def sealed(text: str) -> dict[str, object]:
@@ -54,23 +41,7 @@ def sealed(text: str) -> dict[str, object]:
 
 
 reasoning = st.lists(st.builds(sealed, texts), max_size=2)
-messages = st.one_of(
-    st.builds(Message.system, texts),
-    st.builds(Message.user, texts),
-    st.builds(
-        lambda content, tool_calls, items: Message(
-            role="assistant", content=content, tool_calls=tool_calls, provider_items=items
-        ),
-        st.none() | texts,
-        calls,
-        reasoning,
-    ),
-    st.builds(
-        lambda call_id, content: Message(role="tool", tool_call_id=call_id, content=content),
-        st.sampled_from(["call_1", "call_2"]),
-        texts,
-    ),
-)
+messages = conversations.messages(("call_1", "call_2"), provider_items=reasoning)
 
 
 def wire(conversation: list[Message], tools: list[dict[str, Any]] = TOOLS) -> dict[str, Any]:
