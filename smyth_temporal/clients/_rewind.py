@@ -16,7 +16,10 @@ What the notice carries, read from the abandoned part of the history:
   (its result is recorded) or with an unknown outcome (failed, timed out, or still
   running past its first attempt: it may have acted). A tool's effect comes from the
   agent's class; a tool the class does not list (an MCP tool, a tool the ``tools``
-  hook added, or no class imported) may have acted, so it is listed too;
+  hook added, or no class imported) may have acted, so it is listed too; then what
+  the notices of earlier rewinds that the run took after step N listed (abandoned with
+  the rest, yet their side effects happened; a notice taken before step N the run
+  carries itself, ``agent.rewind.carry_unreconciled``);
 - ``voided_approvals``: the approval requests decided after step N (the decisions
   are not applied again);
 - ``memory_runs``: the runs whose memories written after step N the rewound run
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload, Payloads, WorkflowExecution
 from temporalio.api.enums.v1 import (
     EventType,
@@ -186,6 +190,8 @@ class _Reader:
         self.voided: list[str] = []
         self.memory_runs: list[str] = []
         self.open_updates: dict[str, str] = {}
+        self.owed: list[RewoundCall] = []
+        """The side effects listed by earlier rewinds' notices after the reset point."""
 
     async def _value(self, payloads: Sequence[Payload]) -> Any:
         if not payloads:
@@ -228,6 +234,23 @@ class _Reader:
                 signaled = event.workflow_execution_signaled_event_attributes
                 if signaled.signal_name == APPROVAL_SIGNAL and self._after(event):
                     self._void(await self._value(signaled.input.payloads))
+                elif signaled.signal_name == REWIND_SIGNAL and self._after(event):
+                    await self._owed(signaled.input.payloads)
+
+    async def _owed(self, payloads: Sequence[Payload]) -> None:
+        """Keep what an earlier rewind's notice listed: the run being abandoned took it.
+
+        A notice taken before the reset point is carried by the run itself
+        (``agent.rewind.carry_unreconciled``); one taken after it is abandoned with
+        everything the run did with it, yet its side effects happened all the same.
+        """
+        value = await self._value(payloads)
+        try:
+            notice = RewindNotice.model_validate(value)
+        except ValidationError:
+            log.info("rewind.notice_unreadable")
+            return
+        self.owed[:0] = notice.side_effects  # the latest notice's first
 
     async def _turn(self, event: HistoryEvent) -> int | None:
         """The step of a model turn's call (``None``: another model call).
@@ -343,6 +366,12 @@ async def plan_rewind(
         rewound = _rewound_call(call, effect_of, started)
         if rewound is not None:
             plan.side_effects.append(rewound)
+    # After the run's own calls: a repeated call is matched against the latest effect.
+    listed = {call.idempotency_key for call in plan.side_effects}
+    for owed in reader.owed:
+        if owed.idempotency_key not in listed:
+            listed.add(owed.idempotency_key)
+            plan.side_effects.append(owed)
     return plan
 
 

@@ -361,3 +361,38 @@ async def test_a_rewind_past_a_completed_send_reuses_its_result_and_sends_nothin
     entries = read_ledger(ledger)
     assert [e["to"] for e in entries if e["tool"] == "send"] == ["bob", "ann"]  # never again
     assert [e["key"] for e in entries if e["tool"] == "reconcile.send"] == [listed.idempotency_key]
+
+
+async def test_a_rewind_before_an_earlier_rewinds_step_still_lists_its_side_effects(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # Run 1 sends to bob (steps 1, 2) and ann (step 3). Rewound to step 2 (ann's send is
+    # listed), run 2 answers without sending. Rewound again to step 1: run 2's history
+    # holds no send to ann, only the first notice naming it; the second rewind must
+    # list it, so run 3 repeating it asks reconcile and sends nothing.
+    bob, again, ann = (
+        tool_call("send", to=to, text=text)
+        for to, text in (("bob", "hi"), ("bob", "again"), ("ann", "hi"))
+    )
+    model = ScriptedModel([bob, again, ann, tool_results, tool_results, again, ann, tool_results])
+    async with agent_worker(client, Postman, model=model, task_queue=task_queue):
+        handle = await agents.start(Postman, AgentInput(prompt="Greet bob twice, then ann"))
+        await agents.result(handle.id)
+        first = await agents.rewind(handle.id, to_step=2)
+        await agents.result(handle.id)
+        second = await agents.rewind(handle.id, to_step=1)
+        result = await agents.result(handle.id)
+    [ann_send] = first.side_effects
+    assert ann_send.step == 3 and ann_send.tool == "send"
+    # Run 2's own send of step 2 (copied from run 1), then what the first notice listed.
+    assert [c.step for c in second.side_effects] == [2, 3]
+    assert second.side_effects[1] == ann_send
+    entries = read_ledger(ledger)
+    assert [e["to"] for e in entries if e["tool"] == "send"] == ["bob", "bob", "ann", "bob"]
+    # Run 2 asked about ann's send, then run 3 about bob's second and ann's again.
+    assert [e["key"] for e in entries if e["tool"] == "reconcile.send"] == [
+        ann_send.idempotency_key,
+        second.side_effects[0].idempotency_key,
+        ann_send.idempotency_key,
+    ]
+    assert result.output.endswith("sent to bob | sent to ann (before the rewind)")
