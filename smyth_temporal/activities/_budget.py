@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.exceptions import BudgetExceededError
+from smyth_temporal.models._provider import ModelProvider, reply_bound
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
     BUDGET_RELEASE_UPDATE,
@@ -44,7 +45,8 @@ BUDGET_EXCEEDED = BudgetExceededError.__name__
 """The failure type of a model call its tenant's budget refused (not retried)."""
 
 DEFAULT_OUTPUT_ESTIMATE = 1024
-"""Reply tokens a reservation assumes when the request sets no ``max_tokens``."""
+"""Reply tokens a reservation assumes when the request sets no ``max_tokens`` and its
+provider does not say what it sends instead (``models.BoundedReplies``)."""
 
 _CHARS_PER_TOKEN = 4
 _NO_BUDGET_TTL = 30.0
@@ -58,10 +60,13 @@ class BudgetGuard:
 
     Args:
         prices: The worker's price table.
+        provider: The worker's model provider, asked for the reply bound of a request
+            that sets none (Anthropic sends 4,096 tokens, Gemini the model's limit).
     """
 
-    def __init__(self, prices: PriceTable) -> None:
+    def __init__(self, prices: PriceTable, provider: ModelProvider | None = None) -> None:
         self.prices = prices
+        self._provider = provider
         self._without_budget: dict[str, float] = {}
 
     def cost(self, request: ModelRequest, model: str | None, usage: Usage) -> float:
@@ -82,7 +87,7 @@ class BudgetGuard:
         # and ``cost`` prices it so: it reserves nothing, but the budget still checks
         # it and counts what it cost.
         price = self.prices.price(request.model)
-        amount = price.cost(_estimate(request)) if price is not None else 0.0
+        amount = price.cost(self._estimate(request)) if price is not None else 0.0
         info = activity.info()
         # A standalone activity (no workflow) is named by its own run id instead.
         run = info.workflow_run_id or info.activity_run_id or ""
@@ -113,6 +118,10 @@ class BudgetGuard:
         release = BudgetRelease(key=key, attempt=activity.info().attempt)
         await self._update(tenant, BUDGET_RELEASE_UPDATE, release, None)
 
+    def _estimate(self, request: ModelRequest) -> Usage:
+        bound = reply_bound(self._provider, request) if self._provider is not None else None
+        return _estimate(request, bound)
+
     def _known_without_budget(self, tenant: str) -> bool:
         until = self._without_budget.get(tenant)
         return until is not None and time.monotonic() < until
@@ -135,14 +144,22 @@ class BudgetGuard:
         raise ApplicationError(f"the budget of {tenant!r} kept switching runs")
 
 
-def _estimate(request: ModelRequest) -> Usage:
-    """An upper-bound guess of a call's usage, before it is made."""
+def _estimate(request: ModelRequest, provider_bound: int | None = None) -> Usage:
+    """An upper-bound guess of a call's usage, before it is made.
+
+    Args:
+        request: The call.
+        provider_bound: The reply bound its provider sends (it knows which of the
+            request's names for the bound it reads), else ``None``.
+    """
     chars = sum(len(m.content or "") for m in request.messages) + len(str(request.tools))
     settings = request.settings
-    # The reply's bound by any of its names: chat completions', or the Responses and
-    # Gemini APIs' (passed through by their providers).
+    # The bound the provider sends first: it knows which of the request's names for it
+    # wins when two disagree. Else the bound by any of its names: chat completions', or
+    # the Responses and Gemini APIs' (passed through by their providers).
     output = (
-        settings.get("max_tokens")
+        provider_bound
+        or settings.get("max_tokens")
         or settings.get("max_completion_tokens")
         or settings.get("max_output_tokens")
     )

@@ -42,7 +42,7 @@ class ModelActivities:
         Changed in 0.5.0: ``prices``; a priced call keeps within its tenant's budget.
         """
         self._provider = provider
-        self._budget = BudgetGuard(prices or PriceTable())
+        self._budget = BudgetGuard(prices or PriceTable(), provider)
         self._recorded = RecordedTurns()
 
     @activity.defn(name=MODEL_ACTIVITY)

@@ -175,6 +175,14 @@ class AnthropicProvider:
             on_text(response.message.content)
         return response
 
+    def reply_bound(self, request: ModelRequest) -> int:
+        """The ``max_tokens`` sent for ``request`` (its own, else ``DEFAULT_MAX_TOKENS``).
+
+        A budget reserves this many reply tokens (see ``BoundedReplies``): thinking
+        counts within it. Added in 0.10.1.
+        """
+        return int(request.settings.get("max_tokens") or DEFAULT_MAX_TOKENS)
+
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages API parameters for ``request``, cache breakpoints placed."""
         params: dict[str, Any] = dict(request.settings)

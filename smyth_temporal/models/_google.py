@@ -71,6 +71,12 @@ GEMINI_PART = "gemini_part"
 
 _DEFAULT_TIMEOUT = 120.0
 _DEFAULT_CACHE_TTL = timedelta(hours=1)
+
+# Without ``max_output_tokens`` Gemini stops at the model's own output limit (thinking
+# included): 8,192 tokens for the 1.x and 2.0 models, 65,536 for 2.5 and later; a
+# model not listed gets the largest, so a budget never reserves less than it may pay.
+_OUTPUT_LIMITS = (("gemini-1.", 8_192), ("gemini-2.0-", 8_192))
+_LARGEST_OUTPUT_LIMIT = 65_536
 # A cache this close to its expiry is not used: the request could reach the API after.
 _CACHE_MARGIN = 60.0
 
@@ -181,6 +187,22 @@ class GoogleProvider:
         self._cache_ttl = cache_ttl
         self._caches: dict[str, _Cache] = {}
         self._cache_locks: dict[str, asyncio.Lock] = {}
+
+    def reply_bound(self, request: ModelRequest) -> int:
+        """The most reply tokens ``request`` allows, as sent or as Gemini applies them.
+
+        That is the ``max_output_tokens`` sent (its ``max_tokens`` or
+        ``max_output_tokens`` setting, the later if both), else the model's own output
+        limit, which Gemini applies when none is sent. A budget reserves this many reply
+        tokens (see ``BoundedReplies``). Added in 0.10.1.
+        """
+        given = _config(request).get("max_output_tokens")  # as sent, whichever name won
+        if given:
+            return int(given)
+        return next(
+            (limit for prefix, limit in _OUTPUT_LIMITS if prefix in request.model),
+            _LARGEST_OUTPUT_LIMIT,
+        )
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one ``generateContent`` request.

@@ -9,7 +9,14 @@ from typing import Protocol, runtime_checkable
 from smyth_temporal.exceptions import ConfigurationError
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
-__all__ = ["ModelProvider", "ModelRouter", "StreamingModelProvider", "TextSink"]
+__all__ = [
+    "BoundedReplies",
+    "ModelProvider",
+    "ModelRouter",
+    "StreamingModelProvider",
+    "TextSink",
+    "reply_bound",
+]
 
 TextSink = Callable[[str], None]
 """Takes each piece of text as the model writes it (called in order, never concurrently)."""
@@ -49,6 +56,41 @@ class StreamingModelProvider(ModelProvider, Protocol):
         ...
 
 
+@runtime_checkable
+class BoundedReplies(Protocol):
+    """A provider that knows the most tokens it lets a reply hold.
+
+    A budget reserves a call's likely cost before the call; a request that sets no
+    ``max_tokens`` is bounded by what its provider sends instead (Anthropic's
+    ``DEFAULT_MAX_TOKENS``, a Gemini model's own output limit), so the reservation asks
+    the provider rather than assume a bound the call may pass. Providers without the
+    method are assumed to stop at ``DEFAULT_OUTPUT_ESTIMATE`` reply tokens.
+
+    Added in 0.10.1.
+    """
+
+    def reply_bound(self, request: ModelRequest) -> int | None:
+        """The most reply tokens (thinking included) a call of ``request`` is billed.
+
+        ``None``: the provider does not know.
+        """
+        ...
+
+
+def reply_bound(provider: ModelProvider, request: ModelRequest) -> int | None:
+    """``provider``'s reply bound for ``request``, ``None`` if it does not say.
+
+    Never raises for a model the provider cannot serve: the call itself fails with
+    the right error, and a guess is no reason to fail it earlier.
+    """
+    if not isinstance(provider, BoundedReplies):
+        return None
+    try:
+        return provider.reply_bound(request)
+    except ConfigurationError:  # a router that cannot serve the model
+        return None
+
+
 class ModelRouter:
     """Chooses a provider by model name, with shell-style patterns (``"gpt-*"``).
 
@@ -73,6 +115,10 @@ class ModelRouter:
                 return provider
         patterns = ", ".join(pattern for pattern, _ in self._routes)
         raise ConfigurationError(f"no model provider on this worker serves {model!r} ({patterns})")
+
+    def reply_bound(self, request: ModelRequest) -> int | None:
+        """The reply bound of the provider that serves ``request.model`` (if it says)."""
+        return reply_bound(self.resolve(request.model), request)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer with the provider that serves ``request.model``."""

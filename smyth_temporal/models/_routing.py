@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from smyth_temporal.exceptions import ConfigurationError
-from smyth_temporal.models._provider import ModelProvider, StreamingModelProvider, TextSink
+from smyth_temporal.models._provider import (
+    ModelProvider,
+    StreamingModelProvider,
+    TextSink,
+    reply_bound,
+)
 from smyth_temporal.settings import ModelSettings
 from smyth_temporal.types.model import ModelRequest, ModelResponse
 
@@ -45,6 +50,11 @@ class ProviderPrefixes:
         if sep and name and prefix in self._prefixes:
             return self._provider(prefix, self._prefixes[prefix]), name
         return self._provider("", self._default), model
+
+    def reply_bound(self, request: ModelRequest) -> int | None:
+        """The reply bound of the provider the model's prefix names (if it says)."""
+        provider, name = self.resolve(request.model)
+        return reply_bound(provider, _renamed(request, name))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer with the provider the model's prefix names."""
