@@ -179,7 +179,7 @@ class AnthropicProvider:
         """The ``max_tokens`` sent for ``request`` (its own, else ``DEFAULT_MAX_TOKENS``).
 
         A budget reserves this many reply tokens (see ``BoundedReplies``): thinking
-        counts within it. Added in 0.10.1.
+        counts within it. Added in 0.10.0.
         """
         return int(request.settings.get("max_tokens") or DEFAULT_MAX_TOKENS)
 

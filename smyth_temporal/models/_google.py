@@ -194,7 +194,7 @@ class GoogleProvider:
         That is the ``max_output_tokens`` sent (its ``max_tokens`` or
         ``max_output_tokens`` setting, the later if both), else the model's own output
         limit, which Gemini applies when none is sent. A budget reserves this many reply
-        tokens (see ``BoundedReplies``). Added in 0.10.1.
+        tokens (see ``BoundedReplies``). Added in 0.10.0.
         """
         given = _config(request).get("max_output_tokens")  # as sent, whichever name won
         if given:

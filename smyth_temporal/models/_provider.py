@@ -66,7 +66,7 @@ class BoundedReplies(Protocol):
     the provider rather than assume a bound the call may pass. Providers without the
     method are assumed to stop at ``DEFAULT_OUTPUT_ESTIMATE`` reply tokens.
 
-    Added in 0.10.1.
+    Added in 0.10.0.
     """
 
     def reply_bound(self, request: ModelRequest) -> int | None:

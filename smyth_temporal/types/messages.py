@@ -129,8 +129,8 @@ class Usage(BaseModel):
     def cache_read_share(self) -> float:
         """The share of input tokens served from the prompt cache (0 without input).
 
-        Added in 0.10.0. Changed in 0.10.1: serialized with the usage
-        (``"cache_read_share"``), derived from ``cached_tokens`` and ``input_tokens``.
+        Added in 0.10.0; serialized with the usage (``"cache_read_share"``), derived
+        from ``cached_tokens`` and ``input_tokens``.
         """
         return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
