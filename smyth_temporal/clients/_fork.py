@@ -7,8 +7,11 @@ agent's class, outside the sandbox, with an interceptor that watches the command
 agent issues. When the agent schedules the model turn of step N+1, it has finished
 step N (the tool results are in the conversation): the interceptor takes
 ``Lifecycle.checkpoint()`` there, exactly the state continue-as-new would carry, and
-ends the replay. A run that ended (or waits) right after step N is read when the
-replay is done. No model is called: the replay reads the recorded results.
+ends the replay. What came after step N but before that turn is the original's, so the
+state is taken before the first of it: an input arriving once step N is done, an input
+that arrived while step N ran joining the conversation, a compaction's summary call. A
+run that ended (or waits) right after step N is read when the replay is done. No model
+is called: the replay reads the recorded results.
 
 The fork then starts as a new workflow execution with that checkpoint in its input,
 like the next run of a chain after continue-as-new, and records its parent (workflow
@@ -157,6 +160,8 @@ class _Capture(Interceptor):
         """The state right after ``step``, taken when the first input after it arrived
         (a session message, an interrupt): the turn after it starts with that input in
         the conversation, which belongs to the original, not to the step."""
+        self.early_input = False
+        """An input arrived before ``step`` was finished (it joins the conversation later)."""
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
@@ -174,6 +179,10 @@ class _Capture(Interceptor):
                 ):
                     capture.checkpoint = capture.before_input or capture.take()
                     raise _Stop
+                if input.activity == MODEL_ACTIVITY and isinstance(request, ModelRequest):
+                    # A compaction right before turn N+1 rewrites the conversation the
+                    # step left: the fork compacts again if it needs to.
+                    capture.changes()
                 return super().start_activity(input)
 
         class Inbound(WorkflowInboundInterceptor):
@@ -183,7 +192,7 @@ class _Capture(Interceptor):
             async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
                 instance = workflow.instance()
                 if isinstance(instance, AgentWorkflow):
-                    capture.agent = instance
+                    capture.watch(instance)
                 return await super().execute_workflow(input)
 
             async def handle_signal(self, input: HandleSignalInput) -> None:
@@ -204,8 +213,37 @@ class _Capture(Interceptor):
 
         return Inbound
 
+    def watch(self, agent: AgentWorkflow) -> None:
+        """Replay ``agent``, seeing the user messages added to its conversation.
+
+        An input that arrived while ``step`` still ran (a session message queued or
+        steering, an interrupt) joins the conversation only once the step is done, as a
+        user message: the state is kept right before the first one.
+        """
+        self.agent = agent
+        conversation = agent.conversation
+        add = conversation.add
+
+        def add_seen(*messages: Message, message_id: str | None = None) -> None:
+            if self.early_input and any(m.role == "user" for m in messages):
+                self.changes()
+            add(*messages, message_id=message_id)
+
+        setattr(conversation, "add", add_seen)  # noqa: B010 (a method, shadowed)
+
     def input_arrives(self) -> None:
-        """Keep the state now if it is the first input since ``step`` was finished."""
+        """Keep the state now if it is the first input since ``step`` was finished.
+
+        One that arrives before (while the step runs) is seen when it joins the
+        conversation (``watch``).
+        """
+        if self._finished():
+            self.changes()
+        else:
+            self.early_input = True
+
+    def changes(self) -> None:
+        """Keep the state now if ``step`` is finished and nothing changed it since."""
         if self.before_input is None and self._finished():
             self.before_input = self.take()
 

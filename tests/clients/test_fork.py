@@ -22,6 +22,7 @@ from smyth_temporal import (
 )
 from smyth_temporal.clients._fork import fork_point
 from smyth_temporal.exceptions import ForkError
+from smyth_temporal.memory import EdgeStore, HashEmbedder, MemoryManager
 from smyth_temporal.security import Principal
 from smyth_temporal.storage import ContentAddressedFileDriver
 from smyth_temporal.testing import ReplayModel, ScriptedModel, agent_worker, reply, tool_call
@@ -31,7 +32,7 @@ from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 from tests.agent.test_approvals import wait_for_pending
 from tests.helpers.agents import PRICES, Analyst
 from tests.helpers.cli_support import assert_one_error_line, run_smyth
-from tests.helpers.context_agents import Relay
+from tests.helpers.context_agents import Digest, Relay, report_text
 from tests.helpers.trader import Trader
 
 NEW_PROMPT = "Forget ACME, look at GLOBEX instead."
@@ -374,3 +375,54 @@ async def test_a_session_forked_between_two_messages_holds_only_the_first(
     messages = point.checkpoint.messages
     assert [m.content for m in messages if m.role == "user"] == ["Hi"]
     assert messages[-1].content == "Hello."
+
+
+async def test_a_message_that_arrived_while_the_step_ran_is_not_in_the_forked_state(
+    client: Client, agents: AgentClient, task_queue: str
+) -> None:
+    # Message 2 arrives while step 1 (message 1's answer) is still at the model: it is
+    # queued, and joins the conversation only after step 1. It is the original's.
+    model = HeldModel(ScriptedModel([reply("Hello."), reply("Hello again.")]), held=1)
+    session_id = session_workflow_id("Analyst", "default", "early")
+    handle = client.get_workflow_handle(session_id)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        first = asyncio.create_task(agents.send(Analyst, "early", "Hi"))
+        await model.reached.wait()
+        second = asyncio.create_task(agents.send(Analyst, "early", "Hi again"))
+        while (
+            sum(
+                e.HasField("workflow_execution_update_accepted_event_attributes")
+                for e in (await handle.fetch_history()).events
+            )
+            < 2
+        ):
+            await asyncio.sleep(0.05)
+        model.release.set()
+        answers = [await first, await second]
+    point = await fork_point(client, session_id, 1)
+
+    assert [a.text for a in answers if a is not None] == ["Hello.", "Hello again."]
+    messages = point.checkpoint.messages
+    assert [m.content for m in messages if m.role == "user"] == ["Hi"]
+    assert messages[-1].content == "Hello."
+
+
+async def test_a_compaction_right_before_the_next_turn_is_not_in_the_forked_state(
+    client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
+) -> None:
+    # Digest's budget compacts before a later turn, with no input in between: the state
+    # right after the step before it is the uncompacted one (the fork compacts itself).
+    steps = [*(tool_call("daily_report", day=day) for day in range(1, 5)), reply("digested")]
+    model = ScriptedModel(steps)
+    memory = MemoryManager(EdgeStore(tmp_path / "memory"), HashEmbedder(64))
+    async with agent_worker(client, Digest, model=model, task_queue=task_queue, memory=memory):
+        handle = await agents.start(Digest, "Digest the reports.")
+        await agents.result(handle.id)
+    await memory.close()
+    step = model.summary_requests[0].step  # the step the first compaction came after
+    point = await fork_point(client, handle.id, step)
+
+    checkpoint = point.checkpoint
+    assert (checkpoint.compactions, checkpoint.compaction_count) == ([], 0)
+    assert [m.role for m in checkpoint.messages[-2:]] == ["assistant", "tool"]
+    assert checkpoint.messages[-1].content == report_text(step)
