@@ -184,8 +184,14 @@ async def start_http_server(
 
 
 @contextlib.asynccontextmanager
-async def mcp_as(url: str, key: str | None) -> AsyncIterator[Client]:
-    """An MCP client of ``url`` sending ``key``, once the server listens."""
+async def mcp_as(url: str, key: str | None, **options: Any) -> AsyncIterator[Client]:
+    """An MCP client of ``url`` sending ``key``, once the server listens.
+
+    Args:
+        url: The server's streamable HTTP endpoint.
+        key: The bearer key to send (none when ``None``).
+        **options: More for the SDK's ``Client`` (``mode="legacy"``, ``extensions=[...]``).
+    """
     headers = {} if key is None else {"Authorization": f"Bearer {key}"}
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     async with asyncio.timeout(TIMEOUT):
@@ -199,7 +205,7 @@ async def mcp_as(url: str, key: str | None) -> AsyncIterator[Client]:
             break
     async with (
         httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
-        Client(streamable_http_client(url, http_client=http)) as mcp,
+        Client(streamable_http_client(url, http_client=http), **options) as mcp,
     ):
         yield mcp
 

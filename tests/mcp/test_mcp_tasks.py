@@ -15,10 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -52,6 +50,7 @@ from tests.helpers.trader import Trader
 from tests.mcp.test_mcp_serve import (
     TIMEOUT,
     echo_tool_results,
+    mcp_as,
     serve_command,
     server_environment,
     start_http_server,
@@ -79,20 +78,7 @@ def stdio_server(address: str, task_queue: str) -> StdioServerParameters:
 @contextlib.asynccontextmanager
 async def tasks_client_over_http(url: str, key: str) -> AsyncIterator[Client]:
     """A 2025-11-25 client (the revision with tasks) of ``url`` sending ``key``."""
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
-    while True:  # the announcement comes just before uvicorn listens
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.1)
-            continue
-        writer.close()
-        break
-    headers = {"Authorization": f"Bearer {key}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
-        Client(streamable_http_client(url, http_client=http), mode="legacy") as mcp,
-    ):
+    async with mcp_as(url, key, mode="legacy") as mcp:
         yield mcp
 
 

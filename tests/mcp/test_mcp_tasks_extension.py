@@ -16,11 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import (
@@ -49,7 +47,7 @@ from tests.helpers.mcp_tasks_client import (
     update_task,
 )
 from tests.helpers.trader import Trader
-from tests.mcp.test_mcp_serve import TIMEOUT, echo_tool_results, start_http_server
+from tests.mcp.test_mcp_serve import TIMEOUT, echo_tool_results, mcp_as, start_http_server
 from tests.mcp.test_mcp_tasks import runs_started_since, stdio_server
 
 SELL = {"agent": "Trader", "prompt": "Sell 10 ACME"}
@@ -90,20 +88,7 @@ async def start(mcp: Client) -> TaskHandle:
 @contextlib.asynccontextmanager
 async def tasks_over_http(url: str, key: str) -> AsyncIterator[Client]:
     """A 2026-07-28 client of ``url`` with the extension, sending ``key``."""
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
-    while True:  # the announcement comes just before uvicorn listens
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            await asyncio.sleep(0.1)
-            continue
-        writer.close()
-        break
-    headers = {"Authorization": f"Bearer {key}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http,
-        Client(streamable_http_client(url, http_client=http), extensions=[TasksClient()]) as mcp,
-    ):
+    async with mcp_as(url, key, extensions=[TasksClient()]) as mcp:
         assert mcp.protocol_version == "2026-07-28"
         yield mcp
 
