@@ -31,47 +31,36 @@ import uuid
 
 from temporalio.client import Client
 
-from bench._fork_agents import CHANGED_AT, EVAL_STEPS, LONG_STEPS, Evaluated, LongRun, Nothing
+from bench._fork_agents import CHANGED_AT, EVAL_STEPS, LONG_STEPS, Evaluated, Nothing
+from bench._long_run import finished_long_run, spread_ms
 from smyth_temporal import AgentClient
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
-    tool_call,
-)
+from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 
 
 async def main(rounds: int) -> None:
     """Run the long run, then time ``rounds`` forks and baselines, alternating."""
-    steps = [tool_call("echo", text=f"step {n}") for n in range(1, LONG_STEPS + 1)]
-    model = ScriptedModel([*steps, reply("done"), *[reply("forked")] * 5])
-    async with await start_dev_environment() as env:
-        client, queue = env.client, new_task_queue("bench-fork")
-        agents = AgentClient(client, task_queue=queue)
-        async with agent_worker(client, LongRun, model=model, task_queue=queue):
-            handle = await agents.start(LongRun, "Echo 200 times.")
-            result = await agents.result(handle.id)
-            assert result.steps == LONG_STEPS + 1, result
-            before = len(model.requests)
-            forks, baselines = [], []
-            for _ in range(rounds):
-                started = time.perf_counter()
-                fork = await agents.fork(handle.id, at_step=LONG_STEPS)
-                forks.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                await client.get_workflow_handle(handle.id).fetch_history()
-                plain = await client.start_workflow(
-                    Nothing.run, id=f"nothing-{uuid.uuid4().hex[:8]}", task_queue=f"{queue}-idle"
-                )
-                baselines.append(time.perf_counter() - started)
-                await plain.terminate()
-                await agents.result(fork.id)
-            early = [r for r in model.requests[before:] if r.step <= LONG_STEPS]
-        evaluation = await _evaluation(client, agents, queue)
-    print(f"fork at step {LONG_STEPS} ({rounds} rounds): {_ms(forks)}")
-    print(f"baseline (fetch the history + start a plain workflow): {_ms(baselines)}")
+    async with finished_long_run("fork", LONG_STEPS, [reply("forked")] * 5) as run:
+        client, queue, agents, model = run.client, run.queue, run.agents, run.model
+        before = len(model.requests)
+        forks, baselines = [], []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            fork = await agents.fork(run.workflow_id, at_step=LONG_STEPS)
+            forks.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            await client.get_workflow_handle(run.workflow_id).fetch_history()
+            plain = await client.start_workflow(
+                Nothing.run, id=f"nothing-{uuid.uuid4().hex[:8]}", task_queue=f"{queue}-idle"
+            )
+            baselines.append(time.perf_counter() - started)
+            await plain.terminate()
+            await agents.result(fork.id)
+        early = [r for r in model.requests[before:] if r.step <= LONG_STEPS]
+        # Its own queue: the long run's worker is still polling this one.
+        evaluated = f"{queue}-evaluated"
+        evaluation = await _evaluation(client, AgentClient(client, task_queue=evaluated), evaluated)
+    print(f"fork at step {LONG_STEPS} ({rounds} rounds): {spread_ms(forks)}")
+    print(f"baseline (fetch the history + start a plain workflow): {spread_ms(baselines)}")
     print(f"ratio (median): {statistics.median(forks) / statistics.median(baselines):.2f}x")
     print(f"model requests for steps <= {LONG_STEPS} made by the forks: {len(early)}")
     print(evaluation)
@@ -94,13 +83,6 @@ async def _evaluation(client: Client, agents: AgentClient, queue: str) -> str:
         f"replayed evaluation on the worker ({turns} turns, step 15's tool output changed): "
         f"{turns - called} turns answered from the record, {called} asked of the model; "
         f"tokens {paid} against the original's {full} ({1 - paid / full:.0%} saved)"
-    )
-
-
-def _ms(values: list[float]) -> str:
-    return (
-        f"median {statistics.median(values) * 1000:.0f} ms "
-        f"(min {min(values) * 1000:.0f}, max {max(values) * 1000:.0f})"
     )
 
 

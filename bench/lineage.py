@@ -19,16 +19,8 @@ import asyncio
 import statistics
 import time
 
-from bench._fork_agents import LongRun
+from bench._long_run import finished_long_run
 from smyth_temporal import AgentClient
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
-    tool_call,
-)
 
 STEPS = 20
 FORKS = 3
@@ -50,20 +42,14 @@ async def _rounds(agents: AgentClient, workflow_id: str, rounds: int) -> tuple[f
 
 async def main(rounds: int) -> None:
     """Run, fork and time; rewind and time again."""
-    steps = [tool_call("echo", text=f"step {n}") for n in range(1, STEPS + 1)]
-    model = ScriptedModel([*steps, reply("done")])
-    async with await start_dev_environment() as env:
-        client, queue = env.client, new_task_queue("bench-lineage")
-        agents = AgentClient(client, task_queue=queue)
-        async with agent_worker(client, LongRun, model=model, task_queue=queue):
-            handle = await agents.start(LongRun, f"Echo {STEPS} times.")
-            await agents.result(handle.id)
-            for _ in range(FORKS):
-                await agents.result((await agents.fork(handle.id, at_step=STEPS)).id)
-            before = await _rounds(agents, handle.id, rounds)
-            await agents.rewind(handle.id, to_step=REWIND_TO)
-            await agents.result(handle.id)
-            after = await _rounds(agents, handle.id, rounds)
+    async with finished_long_run("lineage", STEPS, []) as run:
+        agents, workflow_id = run.agents, run.workflow_id
+        for _ in range(FORKS):
+            await agents.result((await agents.fork(workflow_id, at_step=STEPS)).id)
+        before = await _rounds(agents, workflow_id, rounds)
+        await agents.rewind(workflow_id, to_step=REWIND_TO)
+        await agents.result(workflow_id)
+        after = await _rounds(agents, workflow_id, rounds)
     for label, (plain, lineage) in (("never rewound", before), ("rewound once", after)):
         print(
             f"{label}: state {plain * 1000:.1f} ms, with lineage {lineage * 1000:.1f} ms "
