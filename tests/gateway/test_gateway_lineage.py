@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from smyth_temporal import AgentClient, AgentInput
 from smyth_temporal.gateway import GatewayOptions, create_app
@@ -29,9 +33,19 @@ async def _started(client: Client, workflow_id: str) -> bool:
     return True
 
 
-async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_steps_start_nothing(
+@dataclass(frozen=True)
+class _Served:
+    http: httpx.AsyncClient
+    keys: Keys
+    model: ScriptedModel
+    run: WorkflowHandle[Any, Any]
+
+
+@contextlib.asynccontextmanager
+async def _answered_over_http(
     client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
-) -> None:
+) -> AsyncIterator[_Served]:
+    """A keyed gateway, a worker for ``Analyst`` and a run of it that answered ``SCRIPT``."""
     keys: Keys = make_keys(tmp_path / "keys.json")
     app = create_app(
         AgentClient(client, task_queue=task_queue),
@@ -44,8 +58,16 @@ async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_ste
         agent_worker(client, Analyst, model=model, task_queue=task_queue),
         httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http,
     ):
-        parent = await agents.start(Analyst, AgentInput(prompt="ACME and GLOBEX?", tenant=TENANT))
-        await agents.result(parent.id)
+        run = await agents.start(Analyst, AgentInput(prompt="ACME and GLOBEX?", tenant=TENANT))
+        await agents.result(run.id)
+        yield _Served(http, keys, model, run)
+
+
+async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_steps_start_nothing(
+    client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
+) -> None:
+    async with _answered_over_http(client, agents, task_queue, tmp_path) as served:
+        http, keys, model, parent = served.http, served.keys, served.model, served.run
         fork_path = f"/v1/runs/{parent.id}/fork"
         refused = {
             "viewer": await http.post(
@@ -126,20 +148,8 @@ async def test_an_operator_forks_over_http_and_viewers_other_tenants_and_bad_ste
 async def test_an_operator_rewinds_over_http_and_viewers_other_tenants_and_bad_steps_reset_nothing(
     client: Client, agents: AgentClient, task_queue: str, tmp_path: Path
 ) -> None:
-    keys: Keys = make_keys(tmp_path / "keys.json")
-    app = create_app(
-        AgentClient(client, task_queue=task_queue),
-        SERVED,
-        keys=keys.store,
-        options=GatewayOptions(auth_burst=1000, worker_timeout=15.0),
-    )
-    model = ScriptedModel(SCRIPT)
-    async with (
-        agent_worker(client, Analyst, model=model, task_queue=task_queue),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http,
-    ):
-        run = await agents.start(Analyst, AgentInput(prompt="ACME and GLOBEX?", tenant=TENANT))
-        await agents.result(run.id)
+    async with _answered_over_http(client, agents, task_queue, tmp_path) as served:
+        http, keys, run = served.http, served.keys, served.run
         first_run = (await run.describe()).run_id
         path = f"/v1/runs/{run.id}/rewind"
         refused = {
