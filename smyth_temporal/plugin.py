@@ -24,6 +24,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from smyth_temporal._model_queue import ModelQueueInterceptor, ModelQueueRoute
 from smyth_temporal._passthrough import shared_modules
+from smyth_temporal._payloads import PydanticConverter
 from smyth_temporal._probe import ProbeInterceptor
 from smyth_temporal.activities.memory import MemoryActivities
 from smyth_temporal.activities.model import ModelActivities
@@ -250,9 +251,14 @@ class SmythPlugin(SimplePlugin):
             storage = with_chunk_codec(storage, codec)  # chunks sealed one by one
         converter: DataConverter = pydantic_data_converter
         if storage is not None or codec is not None:
-            # The codec runs first, so the store only ever holds ciphertext.
+            # The codec runs first, so the store only ever holds ciphertext. temporalio
+            # copies this converter for each call: ``PydanticConverter`` keeps its type
+            # adapters across the copies (``smyth_temporal._payloads``).
             converter = dataclasses.replace(
-                pydantic_data_converter, payload_codec=codec, external_storage=storage
+                pydantic_data_converter,
+                payload_codec=codec,
+                external_storage=storage,
+                payload_converter_class=PydanticConverter,
             )
         if codec is not None:
             # Failure messages and stack traces quote tool errors and arguments: with a

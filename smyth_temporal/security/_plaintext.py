@@ -28,16 +28,13 @@ Added in 0.8.0.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pydantic import TypeAdapter
-from temporalio import workflow
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, PydanticPayloadConverter
 from temporalio.converter import EncodingPayloadConverter
 
+from smyth_temporal._payloads import PydanticConverter
 from smyth_temporal.exceptions import ConfigurationError, PayloadDecryptionError
 
 __all__ = [
@@ -131,7 +128,7 @@ class RefusedPayloadConverter(EncodingPayloadConverter):
         raise refusal(payload) or PayloadDecryptionError(REFUSED_MESSAGE)
 
 
-class SealedPayloadConverter(PydanticPayloadConverter):
+class SealedPayloadConverter(PydanticConverter):
     """temporalio's pydantic payload converter, refusing refused payloads clearly.
 
     Without it, reading one fails with temporalio's "Unknown payload encoding".
@@ -140,18 +137,3 @@ class SealedPayloadConverter(PydanticPayloadConverter):
     def __init__(self) -> None:
         super().__init__()
         self._set_converters(*self.converters.values(), RefusedPayloadConverter())
-        if not (workflow.in_workflow() or workflow.unsafe.in_sandbox()):
-            for converter in self.converters.values():
-                if isinstance(converter, PydanticJSONPlainPayloadConverter):
-                    converter._type_adapter = _TYPE_ADAPTERS
-
-
-_TYPE_ADAPTERS = functools.lru_cache(maxsize=1024)(TypeAdapter)
-"""The pydantic type adapters of every converter outside workflow code, by type.
-
-temporalio copies the data converter for each client call when payload storage is set
-(``DataConverter._with_store_context``), and each copy builds a new payload converter:
-its own cache was always empty, so every query or update result built its type's schema
-again (a streamed reply's stream reads: about a third of the gateway's CPU for one). A
-workflow's converter keeps its own: a sandbox imports the run's types afresh, and a
-shared cache would hold each run's modules."""
