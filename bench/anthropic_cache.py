@@ -30,14 +30,13 @@ import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anthropic
 
 from smyth_temporal import AgentClient, AgentWorkflow, configure_logging
 from smyth_temporal.models import AnthropicProvider, ProviderPrefixes
 from smyth_temporal.testing import (
-    AnthropicTurn,
     CacheReport,
     FakeAnthropicServer,
     agent_worker,
@@ -49,38 +48,55 @@ from smyth_temporal.types.messages import Message, Usage
 from smyth_temporal.types.model import ModelRequest
 from tests.helpers.anthropic_agents import ClaudeAnalyst, ClaudeLongRunner
 
+Turn = TypeVar("Turn")
+
 SONNET = Price(input=3.0, cached_input=0.30, cache_write=3.75, output=15.0)
 SYMBOLS = ["ACME", "GLOBEX", "INITECH"]
 
 
-class Script:
-    """Answers the agent's turns in order, and any summary call (it has no tools)."""
+class Script(Generic[Turn]):
+    """Answers the agent's turns in order, and any summary call (it has no tools).
 
-    def __init__(self, turns: int) -> None:
+    The turns are the provider's own (``turn`` writes one: text, calls, thinking);
+    ``is_summary`` tells a summary call's body from the agent's.
+    """
+
+    def __init__(
+        self,
+        turns: int,
+        turn: Callable[..., Turn],
+        is_summary: Callable[[dict[str, Any]], bool] = lambda body: not body.get("tools"),
+    ) -> None:
         self.turns = turns
         self.played = 0
         self.summaries = 0
+        self._turn = turn
+        self._is_summary = is_summary
 
-    def __call__(self, body: dict[str, Any]) -> AnthropicTurn:
-        if not body.get("tools"):
+    def __call__(self, body: dict[str, Any]) -> Turn:
+        if self._is_summary(body):
             self.summaries += 1
-            return anthropic_turn(f"Summary {self.summaries}: the quotes so far were fine.")
+            return self._turn(f"Summary {self.summaries}: the quotes so far were fine.")
         i, self.played = self.played, self.played + 1
         if i >= self.turns - 1:
-            return anthropic_turn("All quotes checked.")
+            return self._turn("All quotes checked.")
         symbol = SYMBOLS[i % 3]
-        return anthropic_turn(
+        return self._turn(
             f"Checking {symbol}.",
-            [(f"toolu_{i}", "get_quote", {"symbol": symbol})],
+            [self.call(i, symbol)],
             thinking=f"Turn {i}: the next quote I need is {symbol}.",
         )
+
+    def call(self, i: int, symbol: str) -> Any:
+        """Turn ``i``'s call of get_quote, as the provider's ``turn`` takes it."""
+        return (f"toolu_{i}", "get_quote", {"symbol": symbol})
 
 
 async def run(
     turns: int, *, caching: bool, agent: type[AgentWorkflow]
 ) -> tuple[list[CacheReport], int, int]:
     """The fake's usage reports for one run of ``agent``, its summary calls and runs."""
-    script = Script(turns)
+    script = Script(turns, anthropic_turn)
     async with FakeAnthropicServer(respond=script) as fake:
         provider = AnthropicProvider(base_url=fake.base_url, api_key="bench", caching=caching)
         runs = await run_agent(agent, ProviderPrefixes(provider, {"anthropic": provider}))

@@ -34,7 +34,7 @@ from typing import Any
 
 from google import genai
 
-from bench.anthropic_cache import OVERHEAD_REQUEST, SYMBOLS, alternating, print_runs, run_agent
+from bench.anthropic_cache import OVERHEAD_REQUEST, Script, alternating, print_runs, run_agent
 from smyth_temporal import AgentWorkflow, configure_logging
 from smyth_temporal.models import GoogleProvider, ProviderPrefixes
 from smyth_temporal.testing import CacheReport, FakeGoogleServer, GoogleTurn, google_turn
@@ -45,34 +45,25 @@ GEMINI_PRO = Price(input=1.25, cached_input=0.125, output=10.0)
 NEVER = 10**12  # a cache minimum no prompt reaches: the baseline without caching
 
 
-class Script:
-    """Answers the agent's turns in order, and any summary call (it has no tools)."""
+class GeminiScript(Script[GoogleTurn]):
+    """``Script`` in Gemini's turns; a summary call has no tools and reads no cache."""
 
     def __init__(self, turns: int) -> None:
-        self.turns = turns
-        self.played = 0
-        self.summaries = 0
-
-    def __call__(self, body: dict[str, Any]) -> GoogleTurn:
-        if not body.get("tools") and not body.get("cachedContent"):
-            self.summaries += 1
-            return google_turn(f"Summary {self.summaries}: the quotes so far were fine.")
-        i, self.played = self.played, self.played + 1
-        if i >= self.turns - 1:
-            return google_turn("All quotes checked.")
-        symbol = SYMBOLS[i % 3]
-        return google_turn(
-            f"Checking {symbol}.",
-            [("get_quote", {"symbol": symbol})],
-            thinking=f"Turn {i}: the next quote I need is {symbol}.",
+        super().__init__(
+            turns,
+            google_turn,
+            lambda body: not body.get("tools") and not body.get("cachedContent"),
         )
+
+    def call(self, i: int, symbol: str) -> Any:
+        return ("get_quote", {"symbol": symbol})
 
 
 async def run(
     turns: int, *, agent: type[AgentWorkflow], explicit: bool = False, minimum: int = 1024
 ) -> tuple[list[CacheReport], int, int]:
     """The fake's usage reports for one run of ``agent``, its summary calls and runs."""
-    script = Script(turns)
+    script = GeminiScript(turns)
     async with FakeGoogleServer(respond=script, min_cache_tokens=minimum) as fake:
         provider = GoogleProvider(base_url=fake.base_url, api_key="bench", context_cache=explicit)
         runs = await run_agent(agent, ProviderPrefixes(provider, {"google": provider}))
