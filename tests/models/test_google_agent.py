@@ -19,6 +19,7 @@ from smyth_temporal.testing import (
     google_turn,
 )
 from tests.helpers.google_agents import GeminiAnalyst, GeminiInSmallWindow, GeminiWithFallback
+from tests.helpers.window_scripts import ShrinkingWindow
 from tests.models.test_model_fallback import model_calls, replays
 
 SYMBOLS = ["ACME", "GLOBEX", "INITECH"]
@@ -102,24 +103,16 @@ def is_summary(body: dict[str, Any]) -> bool:
 async def test_a_gemini_prompt_over_the_context_window_compacts_and_the_run_completes(
     client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:
-    turns: list[dict[str, Any]] = []
-    summaries: list[dict[str, Any]] = []
     notes = "Noted for the report: the market was quiet and volumes were low. " * 6
-
-    def respond(body: dict[str, Any]) -> GoogleTurn:
-        if is_summary(body):
-            summaries.append(body)
-            return google_turn("Quoted ACME, GLOBEX and INITECH so far.")
-        turns.append(body)
-        if len(turns) == 6:
-            # From now on the window is the size of turn 5's prompt: turn 7 is refused.
-            fake.context_window = fake.reports[4].prompt_tokens
-        if len(turns) <= 6:
-            symbol = SYMBOLS[(len(turns) - 1) % 3]
-            return google_turn(f"Looking up {symbol}. {notes}", [("get_quote", {"symbol": symbol})])
-        return google_turn("All quoted.")
-
-    fake = FakeGoogleServer(respond=respond)
+    script = ShrinkingWindow(
+        turn=google_turn,
+        call=lambda n, symbol: ("get_quote", {"symbol": symbol}),
+        is_summary=is_summary,
+        notes=notes,
+        answer="All quoted.",
+    )
+    fake = script.fake = FakeGoogleServer(respond=script)
+    turns, summaries = script.turns, script.summaries
     async with fake:
         async with agent_worker(
             client, GeminiInSmallWindow, model=provider_for(fake), task_queue=task_queue

@@ -30,6 +30,7 @@ from smyth_temporal.testing import (
 )
 from smyth_temporal.types.model import is_context_too_long, is_overloaded
 from tests.helpers.fallback_agents import ClaudeInSmallWindow, ClaudeWithFallback, GPTWithFallbacks
+from tests.helpers.window_scripts import ShrinkingWindow
 from tests.models.test_anthropic_agent import provider_for
 
 
@@ -108,27 +109,15 @@ def is_summary(body: dict[str, Any]) -> bool:
 async def test_a_prompt_over_the_context_window_compacts_and_the_run_completes(
     client: Client, agents: AgentClient, task_queue: str, ledger: Path
 ) -> None:
-    symbols = ["ACME", "GLOBEX", "INITECH"] * 2
-    turns: list[dict[str, Any]] = []
-    summaries: list[dict[str, Any]] = []
-
-    def respond(body: dict[str, Any]) -> AnthropicTurn:
-        if is_summary(body):
-            summaries.append(body)
-            return anthropic_turn("Quoted ACME, GLOBEX and INITECH so far.")
-        turns.append(body)
-        if len(turns) == 6:
-            # From now on the window is the size of turn 5's prompt: turn 7 is refused.
-            fake.context_window = fake.reports[4].prompt_tokens
-        if len(turns) <= 6:
-            symbol = symbols[len(turns) - 1]
-            return anthropic_turn(
-                f"Looking up {symbol}. " + NOTES,
-                [(f"toolu_{len(turns)}", "get_quote", {"symbol": symbol})],
-            )
-        return anthropic_turn("All six quoted.")
-
-    fake = FakeAnthropicServer(respond=respond)
+    script = ShrinkingWindow(
+        turn=anthropic_turn,
+        call=lambda n, symbol: (f"toolu_{n}", "get_quote", {"symbol": symbol}),
+        is_summary=is_summary,
+        notes=NOTES,
+        answer="All six quoted.",
+    )
+    fake = script.fake = FakeAnthropicServer(respond=script)
+    turns, summaries = script.turns, script.summaries
     async with fake:
         async with agent_worker(
             client, ClaudeInSmallWindow, model=provider_for(fake), task_queue=task_queue
