@@ -70,6 +70,7 @@ from smyth_temporal.types.agent import (
 )
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import MODEL_ACTIVITY, ModelRequest
+from smyth_temporal.types.rewind import REWIND_SIGNAL, RewindNotice
 from smyth_temporal.types.sessions import SESSION_EVENT_SIGNAL, SESSION_MESSAGE_UPDATE
 from smyth_temporal.types.visibility import FORK_MEMO, FORK_OF_ATTRIBUTE
 
@@ -108,8 +109,10 @@ class ForkPoint:
 
 _UPDATE_COMPLETED = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
 
-_INPUTS = {SESSION_MESSAGE_UPDATE, SESSION_EVENT_SIGNAL, INTERRUPT_UPDATE}
-"""The signals and updates that add to the conversation after a step (see ``before_input``)."""
+_INPUTS = {SESSION_MESSAGE_UPDATE, SESSION_EVENT_SIGNAL, INTERRUPT_UPDATE, REWIND_SIGNAL}
+"""The signals and updates that add to the conversation after a step (see ``before_input``):
+a rewind's notice too (its prompt, what it left to reconcile), which a run rewound to the
+step took after it."""
 
 
 class _Stop(Exception):
@@ -161,6 +164,9 @@ class _Capture(Interceptor):
         (a session message, an interrupt): the turn after it starts with that input in
         the conversation, which belongs to the original, not to the step."""
         self.early_input = False
+        self.early_notice: tuple[RewindNotice, RewindNotice | None] | None = None
+        """A rewind's notice that arrived before ``step`` was finished, and the
+        ``Run.rewind`` it replaced."""
         """An input arrived before ``step`` was finished (it joins the conversation later)."""
 
     def workflow_interceptor_class(
@@ -196,7 +202,10 @@ class _Capture(Interceptor):
                 return await super().execute_workflow(input)
 
             async def handle_signal(self, input: HandleSignalInput) -> None:
-                if input.signal in _INPUTS:
+                notice = input.args[0] if input.args else None
+                if input.signal == REWIND_SIGNAL and isinstance(notice, RewindNotice):
+                    capture.notice_arrives(notice)
+                elif input.signal in _INPUTS:
                     capture.input_arrives()
                 return await super().handle_signal(input)
 
@@ -242,6 +251,21 @@ class _Capture(Interceptor):
         else:
             self.early_input = True
 
+    def notice_arrives(self, notice: RewindNotice) -> None:
+        """A rewind's notice: an input too, but one the run takes in its handler.
+
+        The handler replaces ``Run.rewind`` at once, and the prompt joins right before
+        the next turn, without a ``Conversation.add``: a notice arriving before the
+        step is done (in the reset's task, with the step's last results) is undone
+        from the state taken later (``take``).
+        """
+        if notice.to_step != self.step:
+            return  # the rewind went back to another step: a change like any other
+        if self._finished():
+            self.changes()
+        elif self.agent is not None and self.early_notice is None:
+            self.early_notice = (notice, self.agent.lifecycle.checkpoint().rewind)
+
     def changes(self) -> None:
         """Keep the state now if ``step`` is finished and nothing changed it since."""
         if self.before_input is None and self._finished():
@@ -270,7 +294,21 @@ class _Capture(Interceptor):
         self.in_checkpoint = dict(self.running)
         # The turn being started recorded its versions already.
         versions = [v for v in checkpoint.versions if v.step <= self.step]
-        return checkpoint.model_copy(update={"versions": versions, "generation": 1})
+        update: dict[str, Any] = {"versions": versions, "generation": 1}
+        if self.early_notice is not None:
+            notice, update["rewind"] = self.early_notice
+            update["messages"] = _without_prompt(checkpoint.messages, notice.prompt)
+        return checkpoint.model_copy(update=update)
+
+
+def _without_prompt(messages: list[Message], prompt: str | None) -> list[Message]:
+    """``messages`` without a rewind's ``prompt``, added among the trailing user messages."""
+    at = len(messages)
+    while prompt and at > 0 and messages[at - 1].role == "user":
+        at -= 1
+        if messages[at].content == prompt:
+            return messages[:at] + messages[at + 1 :]
+    return messages
 
 
 def agent_class(name: str) -> type[AgentWorkflow]:

@@ -426,3 +426,22 @@ async def test_a_compaction_right_before_the_next_turn_is_not_in_the_forked_stat
     assert (checkpoint.compactions, checkpoint.compaction_count) == ([], 0)
     assert [m.role for m in checkpoint.messages[-2:]] == ["assistant", "tool"]
     assert checkpoint.messages[-1].content == report_text(step)
+
+
+async def test_a_rewound_runs_fork_at_the_rewind_step_holds_no_rewind_prompt(
+    client: Client, agents: AgentClient, task_queue: str, ledger: Path
+) -> None:
+    # The rewind's prompt came after step 1, like any input: it is the rewound run's.
+    script = [tool_call("get_quote", symbol="ACME"), reply("ACME is up."), reply("GLOBEX is flat.")]
+    model = ScriptedModel(script)
+    async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
+        handle = await agents.start(Analyst, "How is ACME doing?")
+        await agents.result(handle.id)
+        await agents.rewind(handle.id, to_step=1, prompt=NEW_PROMPT)
+        rewound = await agents.result(handle.id)
+    point = await fork_point(client, handle.id, 1)
+
+    assert rewound.status == "completed"
+    messages = point.checkpoint.messages
+    assert NEW_PROMPT not in [m.content for m in messages]
+    assert messages[-1].role == "tool" and point.checkpoint.rewind is None
