@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from smyth_temporal.exceptions import BudgetExceededError
-from smyth_temporal.models._provider import ModelProvider, reply_bound
+from smyth_temporal.models import ModelProvider, reply_bound
 from smyth_temporal.types.budget import (
     BUDGET_COMMIT_UPDATE,
     BUDGET_RELEASE_UPDATE,

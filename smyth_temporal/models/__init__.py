@@ -15,6 +15,7 @@ from smyth_temporal.models._provider import (
     ModelRouter,
     StreamingModelProvider,
     TextSink,
+    reply_bound,
 )
 from smyth_temporal.models._routing import ProviderPrefixes, default_provider
 from smyth_temporal.types.model import ModelRequest, ModelResponse
@@ -44,6 +45,7 @@ __all__ = [
     "default_provider",
     "is_reasoning_model",
     "load_price_table",
+    "reply_bound",
     "to_application_error",
 ]
 

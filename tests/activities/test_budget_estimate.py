@@ -6,13 +6,20 @@ import pytest
 
 from smyth_temporal.activities._budget import DEFAULT_OUTPUT_ESTIMATE, _estimate
 from smyth_temporal.activities.model import ModelActivities
-from smyth_temporal.models import ModelProvider, ModelRouter, ProviderPrefixes
-from smyth_temporal.models._anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
-from smyth_temporal.models._google import GoogleProvider
+from smyth_temporal.models import (
+    AnthropicProvider,
+    GoogleProvider,
+    ModelProvider,
+    ModelRouter,
+    ProviderPrefixes,
+)
 from smyth_temporal.testing import ScriptedModel
 from smyth_temporal.types.budget import Price, PriceTable
 from smyth_temporal.types.messages import Message
 from smyth_temporal.types.model import ModelRequest
+
+DEFAULT_MAX_TOKENS = 4096
+"""AnthropicProvider's ``max_tokens`` when a request sets none (its documented default)."""
 
 
 @pytest.mark.parametrize("name", ["max_tokens", "max_completion_tokens", "max_output_tokens"])
