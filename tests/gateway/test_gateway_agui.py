@@ -14,7 +14,6 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from smyth_temporal.exceptions import AgentNotFoundError
-from smyth_temporal.gateway import _agui
 from smyth_temporal.gateway._agui import _Events
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import session_workflow_id
@@ -385,39 +384,3 @@ async def test_a_resume_at_an_offset_past_the_threads_events_is_refused_and_deci
     [request] = state.json()["approvals"]
     assert request["status"] == "pending"  # the refused resume decided nothing
     assert text_of(resumed) == "Sold."
-
-
-async def test_the_snapshot_state_is_asked_only_after_the_replys_last_event(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A state query asked while the reply's last events are on the way held them back.
-
-    The worker answers a query before the run's next activation, so asking as soon as
-    the session had answered delayed the text itself (~10 ms p50 in bench.agui).
-    """
-    order: list[str] = []
-    state = object()
-
-    class Reply:
-        reply = None
-
-        def __init__(self) -> None:
-            self.answered = asyncio.Event()
-            self.answered.set()  # answered before its last events reach the reader
-
-        async def events(self) -> Any:
-            for number in range(3):
-                await asyncio.sleep(0)  # the feed's batches
-                order.append(f"event {number}")
-                yield number
-
-    async def asked(*_: Any) -> Any:
-        order.append("state")
-        return state
-
-    monkeypatch.setattr(_agui, "_state", asked)
-    read = _agui._reader(Any, Any, "thread")  # type: ignore[arg-type]
-    items = [item async for item in read(Reply())]  # type: ignore[arg-type]
-    assert order == ["event 0", "event 1", "event 2", "state"]
-    assert items[:3] == [0, 1, 2]
-    assert items[-1].state is state
