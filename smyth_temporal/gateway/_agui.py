@@ -200,7 +200,19 @@ def _reader(
 
     async def state_once_answered(stream: ReplyStream) -> AgentState:
         await stream.answered.wait()
-        return await _state(gateway, client, workflow_id)
+        # The ownership check (a describe) and the query go at once: the check done by
+        # ``client.state`` came first and added its round trip to every run. A key
+        # that runs a thread may operate it, so the state shows it ``data`` as
+        # ``client.state`` would; a check that refuses fails the run with it.
+        check = asyncio.ensure_future(client.identity.owns(workflow_id))
+        query = asyncio.ensure_future(_state(gateway, gateway.agents, workflow_id))
+        try:
+            await asyncio.wait((check, query))
+        finally:
+            for asked in (check, query):
+                asked.cancel()  # the run left early: nobody needs the answer
+        check.result()  # a refusal first, in its own words
+        return query.result()
 
     async def read(stream: ReplyStream) -> AsyncIterator[_Item]:
         # The state for the snapshot is asked as soon as the session has answered: the

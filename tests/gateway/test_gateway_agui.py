@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from pydantic import TypeAdapter
 from temporalio.client import Client
 
 from smyth_temporal.exceptions import AgentNotFoundError
+from smyth_temporal.gateway import _agui
 from smyth_temporal.gateway._agui import _Events
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from smyth_temporal.types.sessions import session_workflow_id
@@ -384,3 +386,65 @@ async def test_a_resume_at_an_offset_past_the_threads_events_is_refused_and_deci
     [request] = state.json()["approvals"]
     assert request["status"] == "pending"  # the refused resume decided nothing
     assert text_of(resumed) == "Sold."
+
+
+class _Answered:
+    """A reply answered before its events reach the reader (the usual order)."""
+
+    reply = None
+
+    def __init__(self) -> None:
+        self.answered = asyncio.Event()
+        self.answered.set()
+
+    async def events(self) -> Any:
+        for number in range(2):
+            await asyncio.sleep(0)  # the feed's batches
+            yield number
+
+
+def _snapshot_reader(
+    monkeypatch: pytest.MonkeyPatch, owns: Any, order: list[str]
+) -> tuple[Any, Any]:
+    unscoped, state = object(), object()
+
+    async def asked(_: Any, client: Any, workflow_id: str) -> Any:
+        assert client is unscoped and workflow_id == "thread"
+        order.append("query")
+        return state
+
+    monkeypatch.setattr(_agui, "_state", asked)
+    gateway = SimpleNamespace(agents=unscoped)
+    client = SimpleNamespace(identity=SimpleNamespace(owns=owns))
+    return _agui._reader(gateway, client, "thread"), state  # type: ignore[arg-type]
+
+
+async def test_the_snapshots_ownership_check_and_query_go_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The describe of the ownership check no longer adds its round trip to each run."""
+    order: list[str] = []
+
+    async def owns(workflow_id: str) -> None:
+        order.append("check")
+        await asyncio.sleep(0)  # the describe's round trip
+        order.append("checked")
+
+    read, state = _snapshot_reader(monkeypatch, owns, order)
+    items = [item async for item in read(_Answered())]
+    assert order == ["check", "query", "checked"]
+    assert items[:2] == [0, 1] and items[-1].state is state
+
+
+async def test_a_snapshot_whose_ownership_check_refuses_ends_the_run_with_the_refusal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def owns(workflow_id: str) -> None:
+        raise AgentNotFoundError(f"no agent run with workflow id {workflow_id!r}")
+
+    read, _ = _snapshot_reader(monkeypatch, owns, [])
+    items: list[Any] = []
+    with pytest.raises(AgentNotFoundError):  # RUN_ERROR in its words, as any refusal
+        async for item in read(_Answered()):
+            items.append(item)
+    assert items == [0, 1]  # no end, so no snapshot
