@@ -110,7 +110,7 @@ async def test_runs_are_listed_for_the_keys_tenant_with_their_pending_approvals(
             "/v1/agents/Trader/runs", json={"prompt": "Sell ACME"}, headers=keys.headers("operator")
         )
         workflow_id = started.json()["workflow_id"]
-        await pending_approvals(http, keys)
+        await pending_approvals(http, keys, workflow_id)
         mine = await http.get("/v1/runs", headers=keys.headers("viewer"))
         theirs = await http.get("/v1/runs", headers=bearer(keys.other))
         limited = await http.get("/v1/runs?limit=1", headers=keys.headers("viewer"))

@@ -10,6 +10,7 @@ says when a request escalated and shows it expired. Screenshots go to
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.helpers.console_agents import Clerk
 from tests.helpers.console_support import (
     WAIT,
     By,
+    StaleElementReferenceException,
     WebDriver,
     WebDriverWait,
     WebElement,
@@ -51,6 +53,16 @@ def progress(card: WebElement) -> str:
     return card.find_element(By.CSS_SELECTOR, ".quorum").text
 
 
+def settled_card(
+    driver: WebDriver, workflow_id: str, done: Callable[[WebElement], bool]
+) -> WebElement:
+    """The run's card once ``done`` holds: found again each time, since the inbox may
+    draw its cards anew while the decision goes through (a card held on to goes stale)."""
+    wait = WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,))
+    wait.until(lambda _: done(card_of(driver, workflow_id)))
+    return card_of(driver, workflow_id)
+
+
 def first_vote(driver: WebDriver, url: str, key: str, workflow_id: str) -> None:
     sign_in(driver, url, key)
     payment = card_of(driver, workflow_id)
@@ -58,7 +70,7 @@ def first_vote(driver: WebDriver, url: str, key: str, workflow_id: str) -> None:
     payment.find_element(By.CSS_SELECTOR, "input.pick").click()
     text_in(driver, ".bulk .count", "1 selected")
     driver.find_element(By.CSS_SELECTOR, ".bulk .approve").click()
-    WebDriverWait(driver, WAIT).until(lambda _: "1 of 2" in progress(payment))
+    payment = settled_card(driver, workflow_id, lambda card: "1 of 2" in progress(card))
     assert progress(payment) == f"Approvals: 1 of 2: {APPROVER}"
     assert payment.get_attribute("data-status") == "pending"
     hint = payment.find_element(By.CSS_SELECTOR, ".not-allowed").text
@@ -75,7 +87,9 @@ def second_vote(driver: WebDriver, url: str, key: str, workflow_id: str) -> None
     assert "Edit arguments" not in payment.text  # a quorum approves the arguments as asked
     screenshot(driver, "quorum-progress")
     payment.find_element(By.CSS_SELECTOR, "form.decide .approve").click()
-    WebDriverWait(driver, WAIT).until(lambda _: payment.get_attribute("data-status") == "approved")
+    payment = settled_card(
+        driver, workflow_id, lambda card: card.get_attribute("data-status") == "approved"
+    )
     assert progress(payment) == f"Approvals: 2 of 2: {APPROVER}, {ADMIN}"
     assert f"approved by {ADMIN}" in payment.find_element(By.CSS_SELECTOR, ".outcome").text
 

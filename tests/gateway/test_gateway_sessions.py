@@ -226,9 +226,7 @@ async def test_a_key_past_its_stream_cap_gets_a_429_and_the_run_still_takes_its_
         first, second = await opened("viewer"), await opened("viewer")
         refused = await http.get(url, headers=keys.headers("viewer"))
         other_key = await opened("approver")  # the cap is per key
-        [pending] = [
-            a for a in await pending_approvals(http, keys) if a["workflow_id"] == workflow_id
-        ]
+        [pending] = await pending_approvals(http, keys, workflow_id)
         request = pending["request"]
         decided = await http.post(
             f"/v1/runs/{workflow_id}/approvals/{request['id']}",

@@ -25,6 +25,7 @@ WAIT = 60.0
 """Seconds any one thing may take to appear: generous, since nothing is timed."""
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys as Key  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -37,6 +38,7 @@ __all__ = [
     "WAIT",
     "By",
     "Key",
+    "StaleElementReferenceException",
     "WebDriver",
     "WebDriverWait",
     "WebElement",

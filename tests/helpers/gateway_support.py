@@ -169,13 +169,23 @@ def flag(test: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
     return check
 
 
-async def pending_approvals(http: httpx.AsyncClient, keys: Keys) -> list[dict[str, Any]]:
-    """The tenant's pending approvals, once there is at least one."""
+async def pending_approvals(
+    http: httpx.AsyncClient, keys: Keys, workflow_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The tenant's pending approvals (of ``workflow_id`` only, if given), once there is one.
+
+    Give the run: on a server shared with earlier tests the tenant may already have
+    other runs waiting, and the first listing would not wait for this run's request.
+    """
     pending: list[dict[str, Any]] = []
 
     async def listed() -> bool:
         answer = await http.get("/v1/approvals", headers=keys.headers("approver"))
-        pending[:] = answer.json()["approvals"]
+        pending[:] = [
+            a
+            for a in answer.json()["approvals"]
+            if workflow_id is None or a["workflow_id"] == workflow_id
+        ]
         return bool(pending)
 
     await until(listed, "an approval request listed")
