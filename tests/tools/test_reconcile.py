@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -54,6 +55,20 @@ async def pending(agents: AgentClient, workflow_id: str) -> ApprovalRequest:
         return state.pending_approvals[0]
 
     return await asyncio.wait_for(first(), RESULT_TIMEOUT / 4)
+
+
+async def start_rewound(
+    client: Client, task_queue: str, agent: str, prompt: str, notice: RewindNotice, prefix: str
+) -> WorkflowHandle[Any, Any]:
+    """Start ``agent`` as a rewound run: its notice comes with the start, before any turn."""
+    return await client.start_workflow(
+        agent,
+        AgentInput(prompt=prompt),
+        id=f"{prefix}-{uuid.uuid4().hex[:8]}",
+        task_queue=task_queue,
+        start_signal=REWIND_SIGNAL,
+        start_signal_args=[notice],
+    )
 
 
 def test_only_side_effect_tools_take_a_reconcile_hook() -> None:
@@ -109,16 +124,11 @@ async def test_a_rewound_side_effect_is_reconciled_done_reused_not_done_runs_unk
         abandoned_run_id="abandoned-run",
         side_effects=tuple(abandoned_send(to, i) for i, to in enumerate(RECIPIENTS)),
     )
-    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
-        handle = await client.start_workflow(
-            "Postman",
-            AgentInput(prompt="Send hi to everyone"),
-            id=workflow_id,
-            task_queue=task_queue,
-            start_signal=REWIND_SIGNAL,
-            start_signal_args=[notice],
+        handle = await start_rewound(
+            client, task_queue, "Postman", "Send hi to everyone", notice, "mailer"
         )
+        workflow_id = handle.id
         request = await pending(agents, workflow_id)
         sends = [e["to"] for e in read_ledger(ledger) if e["tool"] == "send"]
         await agents.approve(workflow_id, request.id, by="ops")
@@ -153,16 +163,11 @@ async def test_a_rejected_unknown_outcome_is_skipped(
 ) -> None:
     model = ScriptedModel([tool_call("send", to="cy", text="hi"), tool_results])
     notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(abandoned_send("cy", 0),))
-    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
-        await client.start_workflow(
-            "Postman",
-            AgentInput(prompt="Send hi to cy"),
-            id=workflow_id,
-            task_queue=task_queue,
-            start_signal=REWIND_SIGNAL,
-            start_signal_args=[notice],
+        handle = await start_rewound(
+            client, task_queue, "Postman", "Send hi to cy", notice, "mailer"
         )
+        workflow_id = handle.id
         request = await pending(agents, workflow_id)
         await agents.reject(workflow_id, request.id, by="ops", comment="it went out")
         result = await agents.result(workflow_id)
@@ -183,16 +188,9 @@ async def test_a_reconcile_hook_that_keeps_failing_asks_a_person_instead_of_fail
         outcome="unknown",
     )
     notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=(lost,))
-    workflow_id = f"postman-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
-        await client.start_workflow(
-            "Postman",
-            AgentInput(prompt="Post to cy"),
-            id=workflow_id,
-            task_queue=task_queue,
-            start_signal=REWIND_SIGNAL,
-            start_signal_args=[notice],
-        )
+        handle = await start_rewound(client, task_queue, "Postman", "Post to cy", notice, "postman")
+        workflow_id = handle.id
         request = await pending(agents, workflow_id)
         await agents.approve(workflow_id, request.id, by="ops")
         result = await agents.result(workflow_id)
@@ -216,16 +214,11 @@ async def test_what_is_left_to_reconcile_survives_continue_as_new(
         for i in range(2)
     )
     notice = RewindNotice(to_step=0, abandoned_run_id="r", side_effects=twice)
-    workflow_id = f"hopping-{uuid.uuid4().hex[:8]}"
     async with agent_worker(client, HoppingPostman, model=model, task_queue=task_queue):
-        await client.start_workflow(
-            "HoppingPostman",
-            AgentInput(prompt="Say hi to ann, three times"),
-            id=workflow_id,
-            task_queue=task_queue,
-            start_signal=REWIND_SIGNAL,
-            start_signal_args=[notice],
+        handle = await start_rewound(
+            client, task_queue, "HoppingPostman", "Say hi to ann, three times", notice, "hopping"
         )
+        workflow_id = handle.id
         result = await agents.result(workflow_id)
     entries = read_ledger(ledger)
     assert [e["key"] for e in entries if e["tool"] == "reconcile.send"] == [
@@ -248,15 +241,10 @@ async def test_a_second_rewind_keeps_the_first_rewinds_unreconciled_side_effects
     second = RewindNotice(
         to_step=0, abandoned_run_id="r2", side_effects=(abandoned_send("bob", 0),)
     )
-    workflow_id = f"mailer-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        "Postman",
-        AgentInput(prompt="Send hi to ann and bob"),
-        id=workflow_id,
-        task_queue=task_queue,
-        start_signal=REWIND_SIGNAL,
-        start_signal_args=[first],
+    handle = await start_rewound(
+        client, task_queue, "Postman", "Send hi to ann and bob", first, "mailer"
     )
+    workflow_id = handle.id
     await handle.signal(REWIND_SIGNAL, second)  # both come in the run's first task
     async with agent_worker(client, Postman, model=model, task_queue=task_queue):
         result = await agents.result(workflow_id)
