@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -239,16 +241,27 @@ async def test_bad_input_is_refused_before_the_stream_with_problem_details(
     assert model.requests == []
 
 
-async def test_another_tenants_thread_is_not_reached(
+@contextlib.asynccontextmanager
+async def waiting_on_a_sale(
     client: Client, task_queue: str, keys: Keys
-) -> None:
+) -> AsyncIterator[tuple[Running, str, list[Any]]]:
+    """A served Operator whose new thread's first run ended at the sale's interrupt.
+
+    Yields the running gateway, the thread id and the events of that first run.
+    """
     model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
     thread = f"agui-{uuid.uuid4().hex[:8]}"
     async with (
         agent_worker(client, Operator, model=model, task_queue=task_queue),
         gateway(client, task_queue, keys) as running,
     ):
-        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+        yield running, thread, await run(running, keys, run_input(thread, "Sell 5 ACME."))
+
+
+async def test_another_tenants_thread_is_not_reached(
+    client: Client, task_queue: str, keys: Keys
+) -> None:
+    async with waiting_on_a_sale(client, task_queue, keys) as (running, thread, stopped):
         [interrupt] = stopped[-1].outcome.interrupts
         request = interrupt.metadata["smyth"]
         decision = {"approved": True, "arguments_sha256": request["arguments_sha256"]}
@@ -271,13 +284,7 @@ async def test_another_tenants_thread_is_not_reached(
 async def test_a_refused_resume_decides_nothing(
     client: Client, task_queue: str, keys: Keys
 ) -> None:
-    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
-    thread = f"agui-{uuid.uuid4().hex[:8]}"
-    async with (
-        agent_worker(client, Operator, model=model, task_queue=task_queue),
-        gateway(client, task_queue, keys) as running,
-    ):
-        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+    async with waiting_on_a_sale(client, task_queue, keys) as (running, thread, stopped):
         [interrupt] = stopped[-1].outcome.interrupts
         sha = interrupt.metadata["smyth"]["arguments_sha256"]
 
@@ -353,13 +360,7 @@ def test_a_failure_after_the_stream_began_is_a_run_error_in_the_sdks_words() -> 
 async def test_a_resume_at_an_offset_past_the_threads_events_is_refused_and_decides_nothing(
     client: Client, task_queue: str, keys: Keys
 ) -> None:
-    model = ScriptedModel([tool_call("sell", symbol="ACME", quantity=5), reply("Sold.")])
-    thread = f"agui-{uuid.uuid4().hex[:8]}"
-    async with (
-        agent_worker(client, Operator, model=model, task_queue=task_queue),
-        gateway(client, task_queue, keys) as running,
-    ):
-        stopped = await run(running, keys, run_input(thread, "Sell 5 ACME."))
+    async with waiting_on_a_sale(client, task_queue, keys) as (running, thread, stopped):
         [interrupt] = stopped[-1].outcome.interrupts
         sha = interrupt.metadata["smyth"]["arguments_sha256"]
         request_id = interrupt.id.rpartition("@")[0]
