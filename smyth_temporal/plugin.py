@@ -44,7 +44,7 @@ from smyth_temporal.settings import (
     WorkerSettings,
     current_environment,
 )
-from smyth_temporal.storage import default_payload_storage, with_chunk_codec
+from smyth_temporal.storage import default_payload_storage, inline_query_results, with_chunk_codec
 from smyth_temporal.tools import Tool, policies_reviewers
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
@@ -249,6 +249,8 @@ class SmythPlugin(SimplePlugin):
         codec = _default_codec(settings) if encryption is _DEFAULT else encryption
         if storage is not None:
             storage = with_chunk_codec(storage, codec)  # chunks sealed one by one
+            # A query's answer is in no history: kept inline, not written to the store.
+            storage = inline_query_results(storage)
         converter: DataConverter = pydantic_data_converter
         if storage is not None or codec is not None:
             # The codec runs first, so the store only ever holds ciphertext. temporalio

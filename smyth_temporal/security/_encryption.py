@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec, SerializationContext, WithSerializationContext
 
+from smyth_temporal._payloads import QUERY_ONLY
 from smyth_temporal.exceptions import PayloadDecryptionError
 from smyth_temporal.security._keys_encryption import EncryptionKey, KeyProvider, KeyRing
 from smyth_temporal.security._plaintext import ACCEPT_PLAINTEXT_ENV, REFUSED_ENCODING, refused
@@ -241,6 +242,10 @@ class EncryptionCodec(PayloadCodec, WithSerializationContext):
         metadata = {_META_CIPHER: _CIPHER, _META_KEY: key.id.encode()}
         if self._namespace is not None:
             metadata[_META_NAMESPACE] = self._namespace.encode()
+        if QUERY_ONLY in payload.metadata:
+            # Seen by the payload store (after the codec): a query's answer stays inline.
+            # Authenticated with the rest, as every field of ours is.
+            metadata[QUERY_ONLY] = payload.metadata[QUERY_ONLY]
         if self._compress and len(plaintext) >= _COMPRESS_FROM:
             packed = zlib.compress(plaintext)
             if len(packed) < len(plaintext):

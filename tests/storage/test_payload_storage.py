@@ -228,7 +228,8 @@ def test_the_plugin_puts_storage_on_the_data_converter(tmp_path: Path) -> None:
     explicit = ExternalStorage(drivers=[ContentAddressedFileDriver(tmp_path)])
     converter = SmythPlugin(payload_storage=explicit).data_converter
     assert converter is not None and not callable(converter)
-    assert converter.external_storage is explicit
+    storage = converter.external_storage  # with query answers kept inline
+    assert storage is not None and storage.drivers == explicit.drivers
 
     assert SmythPlugin(payload_storage=None).data_converter is pydantic_data_converter
 
@@ -285,8 +286,11 @@ def test_exports() -> None:
         "DEFAULT_PAYLOAD_PATH",
         "DEFAULT_PAYLOAD_THRESHOLD",
         "DRIVER_NAME",
+        "INLINE_QUERY_MAX",
+        "QUERY_ONLY",
         "ContentAddressedFileDriver",
         "default_payload_storage",
+        "inline_query_results",
         "mark_and_sweep",
         "read_mark",
         "recorded_namespaces",
