@@ -77,7 +77,7 @@ from smyth_temporal.exceptions import (
     SmythError,
 )
 from smyth_temporal.mcp_server._auth import Callers
-from smyth_temporal.types.agent import AgentStatus
+from smyth_temporal.types.agent import AgentResult, AgentStatus
 from smyth_temporal.types.visibility import PENDING_APPROVALS_ATTRIBUTE, STATUS_ATTRIBUTE
 
 __all__ = [
@@ -186,36 +186,39 @@ class RunTasks:
 
         ``explain``: a waiting task's status message names its requests (a query).
         """
+        task, _ = await self.task_and_payload(client, task_id, explain=explain, failed=False)
+        return task
+
+    async def task_and_payload(
+        self, client: AgentClient, task_id: str, *, explain: bool = True, failed: bool = True
+    ) -> tuple[Task, CallToolResult | None]:
+        """The task as its run stands now, and its result once it ended (else ``None``).
+
+        One describe and one read of the end serve both (a task's notification carries
+        its result: reading each twice added 5 ms to every notified end). ``failed``:
+        read the end of a run that failed, was cancelled or timed out too (else its
+        result is ``None``).
+        """
         execution = await self.execution(client, task_id)
         task = _task_of(execution)
         if execution.status == WorkflowExecutionStatus.COMPLETED:
             # The agent's own end (an interrupt or a step limit also completes the run).
-            with contextlib.suppress(AgentFailedError):
-                result = await client.result(task_id)
-                status = task_status(result.status)
-                message = result.output if status == "failed" else None
+            end = await _end(client, task_id)
+            if isinstance(end, AgentResult):
+                status = task_status(end.status)
+                message = end.output if status == "failed" else None
                 task = task.model_copy(update={"status": status, "status_message": message})
-        elif task.status == "input_required" and explain:
+            return task, _payload(task_id, end)
+        if task.status == "input_required" and explain:
             task = task.model_copy(update={"status_message": await _waiting(client, task_id)})
-        return task
+        if failed and task.status in _ENDED:
+            return task, _payload(task_id, await _end(client, task_id))
+        return task, None
 
     async def payload(self, client: AgentClient, task_id: str) -> CallToolResult:
         """The run's result, once it ended (what ``run_result`` answers), as a tool's."""
         await self.execution(client, task_id)
-        meta = {RELATED_TASK: {"taskId": task_id}}
-        try:
-            result = await client.result(task_id)
-        except AgentFailedError as exc:
-            return CallToolResult(
-                content=[TextContent(type="text", text=str(exc))], is_error=True, _meta=meta
-            )
-        body = {"finished": True, **result.model_dump(mode="json")}
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(body))],
-            structured_content=body,
-            is_error=task_status(result.status) == "failed",
-            _meta=meta,
-        )
+        return _payload(task_id, await _end(client, task_id))
 
     async def list(self, client: AgentClient, params: PaginatedRequestParams) -> ListTasksResult:
         """One page of the caller's tenant's runs of the agents served, newest first."""
@@ -328,6 +331,30 @@ class TaskMiddleware(ServerMiddleware[Any]):
             poll_interval=POLL_INTERVAL_MS,
         )
         return _dump(CreateTaskResult(task=task))
+
+
+async def _end(client: AgentClient, task_id: str) -> AgentResult | AgentFailedError:
+    """The run's result, or why it has none; waits for its end."""
+    try:
+        return await client.result(task_id)
+    except AgentFailedError as exc:
+        return exc
+
+
+def _payload(task_id: str, end: AgentResult | AgentFailedError) -> CallToolResult:
+    """A run's end as ``run_result`` answers it, as a tool's result."""
+    meta = {RELATED_TASK: {"taskId": task_id}}
+    if isinstance(end, AgentFailedError):
+        return CallToolResult(
+            content=[TextContent(type="text", text=str(end))], is_error=True, _meta=meta
+        )
+    body = {"finished": True, **end.model_dump(mode="json")}
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body))],
+        structured_content=body,
+        is_error=task_status(end.status) == "failed",
+        _meta=meta,
+    )
 
 
 def checked_task_id(task_id: str) -> str:

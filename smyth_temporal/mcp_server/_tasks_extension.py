@@ -243,7 +243,7 @@ class TasksExtension(Extension):
 
     async def detailed(self, client: AgentClient, task_id: str) -> dict[str, Any]:
         """The task with what its status carries: its input requests, or its result."""
-        task = await self.runs.task(client, task_id, explain=False)
+        task, payload = await self.runs.task_and_payload(client, task_id, explain=False)
         wire = ExtensionTask(
             task_id=task.task_id,
             status=task.status,
@@ -270,7 +270,7 @@ class TasksExtension(Extension):
                 wire.status = "working"
         elif task.status in ("completed", "failed"):
             # The extension's "failed" is a JSON-RPC error; a run's end is a tool result.
-            payload = await self.runs.payload(client, task_id)
+            assert payload is not None  # read with the task
             wire.status = "completed"
             extra["result"] = payload.model_dump(by_alias=True, mode="json", exclude_none=True)
         return {**_wire(wire), **extra}
