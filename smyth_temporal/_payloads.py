@@ -2,15 +2,14 @@
 
 ``payloads_in`` walks a protobuf message (a history event, a whole history);
 ``PydanticConverter`` is temporalio's pydantic payload converter with its type adapters
-kept across the copies temporalio makes of it, which marks the payloads of query-only
-types (``QUERY_ONLY``) so the payload store leaves them inline.
+kept across the copies temporalio makes of it. ``QUERY_ONLY`` marks a query's answer.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Final
 
 from google.protobuf.message import Message
 from pydantic import TypeAdapter
@@ -18,14 +17,11 @@ from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter, PydanticPayloadConverter
 
-__all__ = ["QUERY_ONLY", "QUERY_ONLY_ATTRIBUTE", "PydanticConverter", "payloads_in"]
+__all__ = ["QUERY_ONLY", "PydanticConverter", "payloads_in"]
 
 QUERY_ONLY: Final = "smyth-query-only"
-"""Metadata of a payload only a query answers (never recorded in history): the payload
-store keeps it inline (``smyth_temporal.storage.inline_query_results``)."""
-
-QUERY_ONLY_ATTRIBUTE: Final = "__smyth_query_only__"
-"""A class attribute: ``True`` on a type that is only ever a query's answer."""
+"""Metadata of a query's answer (never recorded in history): the payload store keeps it
+inline (``smyth_temporal.storage.inline_query_results``)."""
 
 
 def payloads_in(message: Message) -> Iterator[Payload]:
@@ -60,32 +56,13 @@ workflow's converter keeps its own: a sandbox imports the run's types afresh, an
 shared cache would hold each run's modules."""
 
 
-class _JSONConverter(PydanticJSONPlainPayloadConverter):
-    """Pydantic's JSON converter, marking the payloads of query-only types."""
-
-    def to_payload(self, value: Any) -> Payload | None:
-        payload = super().to_payload(value)
-        if payload is not None and getattr(type(value), QUERY_ONLY_ATTRIBUTE, False) is True:
-            payload.metadata[QUERY_ONLY] = b"1"
-        return payload
-
-
 class PydanticConverter(PydanticPayloadConverter):
-    """``PydanticPayloadConverter`` whose type adapters outlive the instance, outside workflows.
-
-    A value whose type sets ``__smyth_query_only__ = True`` (``AgentState``) is written
-    with ``QUERY_ONLY`` metadata.
-    """
+    """``PydanticPayloadConverter`` whose type adapters outlive the instance, outside workflows."""
 
     def __init__(self) -> None:
         super().__init__()
-        marking = _JSONConverter()
-        if not (workflow.in_workflow() or workflow.unsafe.in_sandbox()):
-            # A workflow's converter keeps its own (see ``_TYPE_ADAPTERS``).
-            marking._type_adapter = _TYPE_ADAPTERS
-        self.converters = {
-            encoding: marking
-            if isinstance(converter, PydanticJSONPlainPayloadConverter)
-            else converter
-            for encoding, converter in self.converters.items()
-        }
+        if workflow.in_workflow() or workflow.unsafe.in_sandbox():
+            return
+        for converter in self.converters.values():
+            if isinstance(converter, PydanticJSONPlainPayloadConverter):
+                converter._type_adapter = _TYPE_ADAPTERS

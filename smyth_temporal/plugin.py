@@ -44,7 +44,12 @@ from smyth_temporal.settings import (
     WorkerSettings,
     current_environment,
 )
-from smyth_temporal.storage import default_payload_storage, inline_query_results, with_chunk_codec
+from smyth_temporal.storage import (
+    QueryAnswers,
+    default_payload_storage,
+    inline_query_results,
+    with_chunk_codec,
+)
 from smyth_temporal.tools import Tool, policies_reviewers
 from smyth_temporal.types.budget import PriceTable
 from smyth_temporal.types.model import model_task_queue
@@ -249,7 +254,8 @@ class SmythPlugin(SimplePlugin):
         codec = _default_codec(settings) if encryption is _DEFAULT else encryption
         if storage is not None:
             storage = with_chunk_codec(storage, codec)  # chunks sealed one by one
-            # A query's answer is in no history: kept inline, not written to the store.
+            # A query's answer (marked by ``QueryAnswers``) is in no history: kept
+            # inline, not written to the store.
             storage = inline_query_results(storage)
         converter: DataConverter = pydantic_data_converter
         if storage is not None or codec is not None:
@@ -276,7 +282,12 @@ class SmythPlugin(SimplePlugin):
             data_converter=converter,
             workflow_runner=_with_passthrough,
             workflow_failure_exception_types=list(WORKFLOW_FAILURE_EXCEPTION_TYPES),
-            interceptors=_tracing(_traces(tracing, settings)),
+            interceptors=[
+                *(_tracing(_traces(tracing, settings)) or ()),
+                # A query's answer is in no history: marked, the store leaves it inline.
+                *([QueryAnswers()] if storage is not None else ()),
+            ]
+            or None,
         )
         self._settings = settings
         self._model = model

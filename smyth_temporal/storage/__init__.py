@@ -15,9 +15,9 @@ to a store and history keeps a small reference; ``SmythPlugin`` sets it up.
   ``SMYTH_PAYLOAD_PATH`` and ``SMYTH_PAYLOAD_THRESHOLD``.
 - ``with_chunk_codec(storage, codec)``: the storage with the codec on its chunks too
   (the plugin and the codec server build it that way).
-- ``inline_query_results(storage)``: the storage leaving a query's answer (``AgentState``,
-  whose payloads carry ``QUERY_ONLY`` metadata) inline, since no history keeps it
-  (``SmythPlugin`` applies it).
+- ``inline_query_results(storage)``: the storage leaving a query's answer inline, since
+  no history keeps it: ``QueryAnswers``, a worker interceptor, marks each answer
+  ``QUERY_ONLY`` (``SmythPlugin`` installs both).
 - Collecting garbage (``smyth storage gc``): ``stored_digests`` (the digests a history's
   payloads refer to), ``recorded_namespaces`` (the namespaces that wrote to the store),
   ``mark_and_sweep`` and ``store_stats``, ``read_mark`` and ``store_clock`` (the mark a
@@ -40,6 +40,7 @@ from smyth_temporal.storage._gc import mark_and_sweep, store_stats
 from smyth_temporal.storage._inline import INLINE_QUERY_MAX, QUERY_ONLY, inline_query_results
 from smyth_temporal.storage._mark import read_mark, store_clock
 from smyth_temporal.storage._namespaces import recorded_namespaces
+from smyth_temporal.storage._query_answers import QueryAnswers
 
 __all__ = [
     "DEFAULT_PAYLOAD_PATH",
@@ -48,6 +49,7 @@ __all__ = [
     "INLINE_QUERY_MAX",
     "QUERY_ONLY",
     "ContentAddressedFileDriver",
+    "QueryAnswers",
     "default_payload_storage",
     "inline_query_results",
     "mark_and_sweep",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 from temporalio.contrib.workflow_streams import WorkflowStreamState
@@ -240,10 +240,6 @@ class AgentState(BaseModel):
 
     Added in 0.1.0.
     """
-
-    # Only a query answers it, and a query's answer is never in history: the payload
-    # store keeps it inline instead of writing a file per read (smyth_temporal._payloads).
-    __smyth_query_only__: ClassVar[bool] = True
 
     agent: str
     """The agent's workflow type name."""

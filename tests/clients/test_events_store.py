@@ -1,8 +1,9 @@
 """A reader that cannot see the payload store fails loudly; the store is found from anywhere.
 
-Poll answers over the payload threshold travel as references to the payload store. A
-reader whose store is elsewhere (a relative ``SMYTH_PAYLOAD_PATH`` taken from another
-directory, say) used to read nothing and end without a word.
+Poll answers over 1 MiB (``INLINE_QUERY_MAX``; smaller ones travel inline since 0.11.0)
+travel as references to the payload store. A reader whose store is elsewhere (a relative
+``SMYTH_PAYLOAD_PATH`` taken from another directory, say) used to read nothing and end
+without a word.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from temporalio.client import Client
 
 from smyth_temporal import AgentClient, AgentInput, ConfigurationError
 from smyth_temporal.settings import payload_store_path
+from smyth_temporal.storage import INLINE_QUERY_MAX
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply, tool_call
 from tests.helpers.agents import Analyst
 
-LONG = "ACME trades at 101.5. " * 200  # well over the payload threshold
+LONG = "ACME trades at 101.5. " * 60_000  # a poll answer over INLINE_QUERY_MAX (1.3 MB)
 
 
 async def test_a_reader_that_cannot_read_the_payload_store_fails_naming_the_store(
@@ -44,6 +46,7 @@ async def test_a_reader_that_cannot_read_the_payload_store_fails_naming_the_stor
 
     message = str(raised.value)
     assert str(elsewhere) in message and "SMYTH_PAYLOAD_PATH" in message
+    assert len(LONG) > INLINE_QUERY_MAX  # so the stream's answer is stored, not inline
 
 
 def test_the_payload_store_is_an_absolute_path_whatever_the_directory(tmp_path: Path) -> None:

@@ -289,6 +289,7 @@ def test_exports() -> None:
         "INLINE_QUERY_MAX",
         "QUERY_ONLY",
         "ContentAddressedFileDriver",
+        "QueryAnswers",
         "default_payload_storage",
         "inline_query_results",
         "mark_and_sweep",

@@ -1,9 +1,10 @@
 """A query's answer stays out of the payload store: no history keeps it.
 
-Who could break it: a state read that writes a file per read (the store grows with
-every console refresh, and each read pays a write and a read back); a marker an
-attacker with Temporal access strips or adds to a sealed payload (authenticated, so
-the payload no longer opens); a huge answer kept inline past gRPC's message limit.
+Who could break it: a state read or an event stream read that writes a file per read
+(the store grows with every console refresh, and each read pays a write and a read
+back); a marker an attacker with Temporal access strips or adds to a sealed payload
+(authenticated, so the payload no longer opens); a huge answer kept inline past gRPC's
+message limit; an update's answer (in history) left inline by mistake.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from smyth_temporal.storage import (
     INLINE_QUERY_MAX,
     QUERY_ONLY,
     ContentAddressedFileDriver,
+    QueryAnswers,
     inline_query_results,
 )
 from smyth_temporal.testing import ScriptedModel, agent_worker, reply
 from smyth_temporal.types.agent import AgentState
+from smyth_temporal.types.events import MessageCompleted
 from smyth_temporal.types.sessions import session_workflow_id
 from tests.helpers.agents import Analyst
 
@@ -41,7 +44,7 @@ def store_files(root: Path) -> set[Path]:
 
 
 async def _reads_of_a_session(client: Client, task_queue: str, root: Path) -> list[AgentState]:
-    """Three state reads of an idle session; the store must be as before them."""
+    """State and event reads of an idle session; the store must be as before them."""
     agents = AgentClient(client, task_queue=task_queue)
     model = ScriptedModel([reply(f"Noted: {LONG}")])
     async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
@@ -50,6 +53,14 @@ async def _reads_of_a_session(client: Client, task_queue: str, root: Path) -> li
         before = store_files(root)
         states = [await agents.state(session) for _ in range(3)]
         assert store_files(root) == before, "a state read wrote to the payload store"
+        # The events so far, read by the stream's poll query: one answer over 8 KB.
+        read = []
+        async for event in agents.events(session):
+            read.append(event)
+            if isinstance(event, MessageCompleted) and event.message.role == "assistant":
+                break
+        assert sum(len(e.model_dump_json()) for e in read) > 2 * DEFAULT_PAYLOAD_THRESHOLD
+        assert store_files(root) == before, "an event read wrote to the payload store"
     return states
 
 
@@ -78,10 +89,7 @@ async def test_a_sealed_state_read_writes_nothing_either(
 
 def test_the_marker_is_sealed_with_the_payload() -> None:
     codec = EncryptionCodec(KeyRing.parse(new_key("k1")))
-    converter = SmythPlugin(encryption=None).data_converter
-    assert converter is not None and not callable(converter)
-    state = converter.payload_converter.to_payloads([AgentState.model_construct()])[0]
-    assert state.metadata[QUERY_ONLY] == b"1"
+    state = _marked(5_000)
     box = codec.seal(state)
     assert box.metadata[QUERY_ONLY] == b"1"  # the store, after the codec, sees it
     assert codec.open(box) == state
@@ -134,9 +142,14 @@ def test_a_selector_of_ones_own_still_picks_the_rest(tmp_path: Path) -> None:
 
 def test_the_plugin_keeps_answers_inline_on_any_storage(tmp_path: Path) -> None:
     explicit = ExternalStorage(drivers=[ContentAddressedFileDriver(tmp_path)])
-    converter = SmythPlugin(payload_storage=explicit).data_converter
+    plugin = SmythPlugin(payload_storage=explicit)
+    converter = plugin.data_converter
     assert converter is not None and not callable(converter)
     storage = converter.external_storage
     assert storage is not None and storage.drivers == explicit.drivers
     assert storage.driver_selector is not None
     assert storage.driver_selector(CONTEXT, _marked(10_000)) is None
+    assert any(isinstance(i, QueryAnswers) for i in plugin.interceptors or ())
+    # No store, nothing to keep out of it: answers go as temporalio sends them.
+    bare = SmythPlugin(payload_storage=None, encryption=None)
+    assert not any(isinstance(i, QueryAnswers) for i in bare.interceptors or ())
