@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.gateway --json $(BENCH_RESULTS)/gateway.json
 	$(BIN)/python -m bench.agui --json $(BENCH_RESULTS)/agui.json
 	$(BIN)/python -m bench.a2a --json $(BENCH_RESULTS)/a2a.json
+	$(BIN)/python -m bench.mcp_tasks --json $(BENCH_RESULTS)/mcp_tasks.json
 	$(BIN)/python -m bench.streaming --only-first-token --json $(BENCH_RESULTS)/streaming.json
 	$(BIN)/python -m bench.mcp_overhead --json $(BENCH_RESULTS)/mcp_overhead.json
 	$(BIN)/python -m bench.notifications --json $(BENCH_RESULTS)/notifications.json

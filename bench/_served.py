@@ -1,16 +1,20 @@
 """The setting the gateway's benchmarks share (``bench.gateway``, ``bench.agui``, ``bench.a2a``).
 
-One dev server; one ``StepBench`` worker in this process, its ``ScriptedModel`` always
-answering the same 30-word sentence (streamed a word at a time); the gateway in a
-process of its own, started as users start it (``smyth serve StepBench --keys-file
-...``) with one operator key, so its CPU time is its own (read from ``/proc``).
+One dev server; one ``StepBench`` worker in a process of its own
+(``bench._step_worker``), its ``ScriptedModel`` always answering the same 30-word
+sentence (streamed a word at a time); the gateway in a process of its own, started as
+users start it (``smyth serve StepBench --keys-file ...``) with one operator key, so its
+CPU time is its own (read from ``/proc``). The baseline, an ``AgentClient`` in this
+process, and the gateway are thus both clients of the one worker, as an application
+and a gateway are (with the worker in this process, the baseline's calls shared its
+event loop, and its p50 jumped between two modes 50 ms apart from run to run).
 
 A benchmark names its ``Way``\\ s (one call each: a session message, a task, a turn)
-and hands them to ``take_turns``: the ways take turns, one call each per round, so
-their sessions grow alike; one untimed round first opens connections and starts the
-sessions. ``table`` prints each way's p50 and p95 beside its baseline's, and the time
-to the first text where a way reports it; ``serve_and_measure`` is a benchmark's
-``main``, and ``launch`` runs it.
+and hands them to ``take_turns``: the ways take turns, one call each per round in an
+order that rotates, so their sessions grow alike; one untimed round first opens
+connections and starts the sessions. ``table`` prints each way's p50 and p95 beside
+its baseline's, and the time to the first text where a way reports it;
+``serve_and_measure`` is a benchmark's ``main``, and ``launch`` runs it.
 """
 
 from __future__ import annotations
@@ -30,25 +34,16 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from bench._common import StepBench, free_port, percentile
+from bench._common import free_port, percentile
 from bench._results import headline, write_json
-from bench.streaming import text
+from bench._step_worker import step_worker_process
 from smyth_temporal import AgentClient, configure_logging
 from smyth_temporal.gateway import KeyStore
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
-)
+from smyth_temporal.testing import new_task_queue, start_dev_environment
 
 AGENT = "StepBench"
 TENANT = "bench"
 PROMPT = "How is ACME doing?"
-ANSWER = text(30)
-MAX_TURNS = 10_000
-"""Scripted turns: more than any session here takes (``ScriptedModel`` goes by step)."""
 STARTUP_TIMEOUT = 30.0
 
 Call = Callable[[str], Awaitable[float | None]]
@@ -77,6 +72,8 @@ class Gateway:
     url: str
     key: str
     pid: int
+    more_keys: list[str] = field(default_factory=list)
+    """Other operator keys of the tenant (``gateway_process(keys=...)``)."""
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time of the process so far."""
@@ -85,23 +82,30 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def gateway_process(client: Client, task_queue: str) -> AsyncIterator[Gateway]:
-    """``smyth serve StepBench`` in a process of its own, with one operator key."""
+async def gateway_process(
+    client: Client, task_queue: str, *, keys: int = 1
+) -> AsyncIterator[Gateway]:
+    """``smyth serve StepBench`` in a process of its own, with ``keys`` operator keys.
+
+    (A key may hold 16 event streams open at once: a fan-out to more readers needs more.)
+    """
     with tempfile.TemporaryDirectory() as directory:
-        keys = Path(directory) / "keys.json"
-        _, key = KeyStore(keys).create(tenant=TENANT, role="operator", name="bench")
+        store = KeyStore(Path(directory) / "keys.json")
+        made = [
+            store.create(tenant=TENANT, role="operator", name=f"bench-{n}")[1] for n in range(keys)
+        ]
         port = free_port()
         process = await asyncio.create_subprocess_exec(
             str(Path(sys.executable).with_name("smyth")),
             "serve",
             AGENT,
             f"--port={port}",
-            f"--keys-file={keys}",
+            f"--keys-file={store.path}",
             f"--address={client.service_client.config.target_host}",
             f"--task-queue={task_queue}",
             "--log-level=warning",
         )
-        served = Gateway(f"http://127.0.0.1:{port}", key, process.pid)
+        served = Gateway(f"http://127.0.0.1:{port}", made[0], process.pid, made[1:])
         try:
             await _until_healthy(served.url)
             yield served
@@ -130,7 +134,10 @@ async def take_turns(ways: list[Way], rounds: int, session: Callable[[int], str]
     ``session`` names the session of the way at that index (each way has its own).
     """
     for number in range(rounds + 1):
-        for index, way in enumerate(ways):
+        # Each round in another order: no way always follows the same one (whose
+        # session may still be settling its turn on the one worker).
+        shift = number % len(ways)
+        for index, way in [*enumerate(ways)][shift:] + [*enumerate(ways)][:shift]:
             began = time.perf_counter()
             first = await way.call(session(index))
             if number:  # the first round opens connections and starts the sessions
@@ -208,9 +215,9 @@ async def serve_and_measure(
     env = await start_dev_environment()
     try:
         task_queue = new_task_queue(f"bench-{bench}")
-        model = ScriptedModel([reply(ANSWER)] * MAX_TURNS)
+        address = env.client.service_client.config.target_host
         async with (
-            agent_worker(env.client, StepBench, model=model, task_queue=task_queue),
+            step_worker_process(address, task_queue),
             gateway_process(env.client, task_queue) as served,
         ):
             agents = AgentClient(env.client, task_queue=task_queue)

@@ -114,7 +114,7 @@ async def overhead(agents: AgentClient, served: Gateway, rounds: int) -> list[di
 
 
 async def main() -> None:
-    await serve_and_measure("agui", overhead, rounds=60)
+    await serve_and_measure("agui", overhead, rounds=100)
 
 
 if __name__ == "__main__":

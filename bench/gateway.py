@@ -216,8 +216,9 @@ Arrivals = dict[int, float]
 """When each event (by offset) arrived at one subscriber."""
 
 
-async def via_gateway(http: httpx.AsyncClient, workflow_id: str, seen: Arrivals) -> None:
-    async with http.stream("GET", f"/v1/runs/{workflow_id}/events") as response:
+async def via_gateway(http: httpx.AsyncClient, key: str, workflow_id: str, seen: Arrivals) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    async with http.stream("GET", f"/v1/runs/{workflow_id}/events", headers=headers) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
             if line.startswith("id: "):
@@ -233,17 +234,21 @@ async def fanout(client: Client, served: Gateway, task_queue: str, subscribers: 
     """One run watched by ``subscribers`` gateway readers and one direct; a table row."""
     model = GatedModel()
     agents = AgentClient(client, task_queue=task_queue)
-    headers = {"Authorization": f"Bearer {served.key}"}
+    # Readers as browsers are: each tab's key its own (one key holds 16 streams at most).
+    keys = [served.key, *served.more_keys]
     limits = httpx.Limits(max_connections=subscribers)
     async with (
         agent_worker(client, StepBench, model=model, task_queue=task_queue),
-        httpx.AsyncClient(base_url=served.url, headers=headers, timeout=60, limits=limits) as http,
+        httpx.AsyncClient(base_url=served.url, timeout=60, limits=limits) as http,
     ):
         handle = await agents.start(StepBench, AgentInput(prompt=PROMPT, tenant=TENANT))
         direct: Arrivals = {}
         readers: list[Arrivals] = [{} for _ in range(subscribers)]
         tasks = [asyncio.ensure_future(via_client(agents, handle.id, direct))]
-        tasks += [asyncio.ensure_future(via_gateway(http, handle.id, r)) for r in readers]
+        tasks += [
+            asyncio.ensure_future(via_gateway(http, keys[n % len(keys)], handle.id, r))
+            for n, r in enumerate(readers)
+        ]
         async with asyncio.timeout(STARTUP_TIMEOUT):
             while not all(readers) or not direct:  # each has had ``run_started``
                 for task in tasks:
@@ -281,7 +286,7 @@ async def main() -> None:
         )
         for count in args.subscribers:
             queue = new_task_queue("bench-fanout")
-            async with gateway_process(client, queue) as fresh:
+            async with gateway_process(client, queue, keys=-(-count // 16)) as fresh:
                 print(await fanout(client, fresh, queue, count))
 
     await serve_and_measure("gateway", overhead, rounds=60, arguments=arguments, then=then)

@@ -4,11 +4,12 @@ From the repository root::
 
     .venv/bin/python -m bench.mcp_tasks [--rounds 30] [--json PATH]
 
-One dev server, one worker in this process serving ``StepBench`` (a scripted model
-that answers at once: a one-step run), and the MCP server of ``smyth mcp serve`` in
-this process too, to a 2025-11-25 client over the SDK's in-memory transport (what is
-measured is the server's work, not a transport). The paths take turns, one run each
-per round, in an order that rotates, after an untimed round:
+One dev server, one worker in a process of its own serving ``StepBench``
+(``bench._step_worker``: a scripted model that answers at once, so a run is one step),
+and the MCP server of ``smyth mcp serve`` in this process, to a 2025-11-25 client over
+the SDK's in-memory transport (what is measured is the server's work, not a transport).
+The paths take turns, one run each per round, in an order that rotates, after an
+untimed round:
 
 - ``AgentClient``: ``start`` then ``result`` (the baseline);
 - plain tools: ``start_run`` then ``run_result`` (which waits for the end);
@@ -16,9 +17,15 @@ per round, in an order that rotates, after an untimed round:
 - task, polled: ``tasks/get`` every 50 ms until ``completed``, then ``tasks/result``;
 - task (2026), polled: a 2026-07-28 client that declares the tasks extension
   (``io.modelcontextprotocol/tasks``) calls ``start_run`` and gets the task handle, then
-  ``tasks/get`` every 50 ms until ``completed`` (the result comes inlined).
+  ``tasks/get`` every 50 ms until ``completed`` (the result comes inlined);
+- task (2026), notified: the same handle, then ``subscriptions/listen`` for its id: the
+  server notifies each change (``notifications/tasks``, the result inlined in the
+  ``completed`` one) and ends the listen once the task ended.
 
-Per path: p50 and p95 of start to result, and the p50's ratio to the baseline.
+Per path: p50 and p95 of start to result, and the p50's ratio to the baseline. The
+guarded rows are the ways a client learns of the end as it happens (``tasks/result``,
+the notifications); a polled task's round trip is set by the client's interval (half
+of it, on average, comes after the end).
 """
 
 from __future__ import annotations
@@ -49,17 +56,13 @@ from mcp.types import (
     TaskMetadata,
 )
 
-from bench._common import StepBench, percentile
+from bench._common import percentile
 from bench._results import headline, write_json
+from bench._served import launch
+from bench._step_worker import step_worker_process
 from smyth_temporal import AgentClient, configure_logging
 from smyth_temporal.mcp_server import agents_mcp_server
-from smyth_temporal.testing import (
-    ScriptedModel,
-    agent_worker,
-    new_task_queue,
-    reply,
-    start_dev_environment,
-)
+from smyth_temporal.testing import new_task_queue, start_dev_environment
 
 GOAL = 1.1
 """A task's round trip over ``AgentClient`` (issue 27)."""
@@ -92,6 +95,19 @@ class _GetTask(Request[_TaskId, Literal["tasks/get"]]):
     method: Literal["tasks/get"] = "tasks/get"
     params: _TaskId
     name_param = "taskId"
+
+
+class _Listen(RequestParams):
+    notifications: dict[str, list[str]]
+
+
+class _ListenRequest(Request[_Listen, Literal["subscriptions/listen"]]):
+    method: Literal["subscriptions/listen"] = "subscriptions/listen"
+    params: _Listen
+
+
+class _Listened(Result):
+    """The listen's end: the server ended it once every task it followed had ended."""
 
 
 class _Tasks(ClientExtension):
@@ -151,12 +167,20 @@ def paths(agents: AgentClient, mcp: Client, modern: Client) -> dict[str, Path_]:
         while (await modern.session.send_request(request, _Task)).status != "completed":
             await asyncio.sleep(0.05)
 
+    async def extension_notified() -> None:
+        arguments = {"agent": AGENT, "prompt": "Say done."}
+        handle = await modern.session.call_tool("start_run", arguments, allow_claimed=True)
+        assert isinstance(handle, _Handle), handle
+        listen = _Listen(notifications={"taskIds": [handle.task_id]})
+        await modern.session.send_request(_ListenRequest(params=listen), _Listened)
+
     return {
         "AgentClient": baseline,
         "plain tools": plain,
         "task": task,
         "task, polled": task_polled,
         "task (2026), polled": extension_polled,
+        "task (2026), notified": extension_notified,
     }
 
 
@@ -167,9 +191,9 @@ async def main(rounds: int, json_path: Path | None) -> None:
     queue = new_task_queue()
     try:
         agents = AgentClient(env.client, task_queue=queue)
-        model = ScriptedModel([reply("done")])
+        address = env.client.service_client.config.target_host
         async with (
-            agent_worker(env.client, StepBench, model=model, task_queue=queue),
+            step_worker_process(address, queue),
             Client(agents_mcp_server(agents, [AGENT]), mode="legacy") as mcp,
             Client(agents_mcp_server(agents, [AGENT]), extensions=[_Tasks()]) as modern,
         ):
@@ -216,4 +240,4 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.rounds, arguments.json))
+    launch(lambda: main(arguments.rounds, arguments.json))
