@@ -111,7 +111,7 @@ if TYPE_CHECKING:
     from smyth_temporal.security import Principal
     from smyth_temporal.settings import Settings
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 _LAZY = {
     "a2a_agent": "smyth_temporal.a2a",
