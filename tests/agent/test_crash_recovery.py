@@ -334,10 +334,10 @@ async def test_kill_during_a_blocking_tool_with_the_defaults(
 async def test_a_healthy_blocking_tool_outlives_the_heartbeat_timeout(
     agents: AgentClient, ledger: Path, spawn: Spawn
 ) -> None:
-    """A plain ``def`` tool that blocks for 30 s (sleeping, then spinning the CPU) under
-    the default 2 s heartbeat timeout runs exactly once: it runs in a thread, so the
-    worker's event loop keeps heartbeating for it."""
-    await spawn("blocking-30s")
+    """A plain ``def`` tool that blocks for 10 s (sleeping 5 s, then spinning the CPU
+    for 5 s) under the default 2 s heartbeat timeout runs exactly once: it runs in a
+    thread, so the worker's event loop keeps heartbeating for it."""
+    await spawn("blocking-10s")
     handle = await agents.start(RecoveryProbe, AgentInput(prompt="Look up ACME slowly"))
     result = await asyncio.wait_for(agents.result(handle.id), RESULT_TIMEOUT)
 

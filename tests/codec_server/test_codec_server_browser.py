@@ -10,6 +10,8 @@ Screenshots go to ``test-artifacts/``. Skipped without Debian's ``chromium`` and
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -54,18 +56,40 @@ async def ui_env(ports: tuple[int, int]) -> AsyncIterator[WorkflowEnvironment]:
         await environment.shutdown()
 
 
-def open_workflow(driver: WebDriver, ui_port: int, workflow_id: str, shot: str) -> str:
+REFUSED_GRACE = 3.0
+"""Seconds the page gets to render once the codec server refused the UI's decode."""
+
+
+def open_workflow(
+    driver: WebDriver, ui_port: int, workflow_id: str, shot: str, refused: threading.Event
+) -> str:
     """Open the workflow's page, let the UI render and decode, and return its text."""
     driver.get(f"http://localhost:{ui_port}/namespaces/default/workflows/{workflow_id}")
     WebDriverWait(driver, WAIT).until(lambda d: workflow_id in d.page_source)
     ARTIFACTS.mkdir(exist_ok=True)
     deadline = time.monotonic() + 20
-    # Decoding happens after the page renders: wait for the input to be readable, or
-    # (when the codec refuses) long enough that it would have been.
+    # Decoding happens after the page renders: wait for the input to be readable, or,
+    # once the codec server has refused the UI's decode, for the page to show that.
     while time.monotonic() < deadline and SSN not in driver.page_source:
+        if refused.is_set():
+            deadline = min(deadline, time.monotonic() + REFUSED_GRACE)
         time.sleep(0.5)
     driver.save_screenshot(str(ARTIFACTS / shot))
     return str(driver.page_source)
+
+
+def watch_refusals(server: subprocess.Popen[str]) -> threading.Event:
+    """Set once the codec server logs that it refused a request (its stderr, read aside)."""
+    refused = threading.Event()
+
+    def read() -> None:
+        assert server.stderr is not None
+        for line in server.stderr:
+            if "codec.unauthorized" in line:
+                refused.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return refused
 
 
 async def test_the_temporal_ui_shows_the_decrypted_conversation(
@@ -82,7 +106,12 @@ async def test_the_temporal_ui_shows_the_decrypted_conversation(
     server = start_codec_server(codec_port, sealed_env, origin=origin)
     try:
         page = await asyncio.to_thread(
-            open_workflow, browser, ui_port, workflow_id, "codec-ui-decoded.png"
+            open_workflow,
+            browser,
+            ui_port,
+            workflow_id,
+            "codec-ui-decoded.png",
+            watch_refusals(server),
         )
         assert SSN in page
     finally:
@@ -93,10 +122,12 @@ async def test_the_temporal_ui_shows_the_decrypted_conversation(
     server = start_codec_server(
         codec_port, {**sealed_env, "SMYTH_CODEC_TOKEN": "another-token-0123456789"}, origin
     )
+    refused = watch_refusals(server)
     try:
         page = await asyncio.to_thread(
-            open_workflow, browser, ui_port, workflow_id, "codec-ui-refused.png"
+            open_workflow, browser, ui_port, workflow_id, "codec-ui-refused.png", refused
         )
+        assert refused.is_set(), "the UI never asked the codec server to decode"
         assert SSN not in page
     finally:
         server.terminate()

@@ -226,11 +226,11 @@ SCRIPTS: dict[str, Script] = {
             tool_results,
         ]
     ),
-    # RecoveryProbe: a healthy blocking call of 30 s (25 s asleep, 5 s of CPU), far
+    # RecoveryProbe: a healthy blocking call of 10 s (5 s asleep, 5 s of CPU), far
     # past the default 2 s heartbeat timeout; nothing crashes.
-    "blocking-30s": Script(
+    "blocking-10s": Script(
         [
-            tool_call("blocking_lookup", symbol="ACME", seconds=25.0, cpu_seconds=5.0),
+            tool_call("blocking_lookup", symbol="ACME", seconds=5.0, cpu_seconds=5.0),
             tool_results,
         ]
     ),
