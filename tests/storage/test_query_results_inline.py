@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver, StorageDriverSelectContext
 from temporalio.testing import WorkflowEnvironment
@@ -71,6 +72,16 @@ async def test_a_state_read_writes_nothing_to_the_payload_store(
     state = states[-1]
     assert len(state.model_dump_json()) > DEFAULT_PAYLOAD_THRESHOLD  # it would be stored
     assert state.messages[-1].content == f"Noted: {LONG}"
+    # An update's answer is in history: the reply (over the threshold) stays a reference.
+    session = session_workflow_id("Analyst", "default", task_queue)
+    history = await client.get_workflow_handle(session).fetch_history()
+    [answered] = [
+        event.workflow_execution_update_completed_event_attributes.outcome.success
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
+    ]
+    assert b"ExternalStorageReference" in answered.SerializeToString()
+    assert QUERY_ONLY not in answered.payloads[0].metadata
 
 
 async def test_a_sealed_state_read_writes_nothing_either(
