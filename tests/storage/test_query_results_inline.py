@@ -12,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from temporalio.api.common.v1 import Payload
+from temporalio.api.common.v1 import Payload, WorkflowExecution
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.query.v1 import WorkflowQuery
+from temporalio.api.workflowservice.v1 import QueryWorkflowRequest
 from temporalio.client import Client
 from temporalio.converter import ExternalStorage, StorageDriver, StorageDriverSelectContext
 from temporalio.testing import WorkflowEnvironment
@@ -44,8 +46,14 @@ def store_files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file() and p.stat().st_size > 0}
 
 
-async def _reads_of_a_session(client: Client, task_queue: str, root: Path) -> list[AgentState]:
-    """State and event reads of an idle session; the store must be as before them."""
+async def _reads_of_a_session(
+    client: Client, task_queue: str, root: Path, *, eavesdropper: Client | None = None
+) -> list[AgentState]:
+    """State and event reads of an idle session; the store must be as before them.
+
+    ``eavesdropper``: someone with Temporal access but no key asks the state too; the
+    answer, inline now, must still be ciphertext.
+    """
     agents = AgentClient(client, task_queue=task_queue)
     model = ScriptedModel([reply(f"Noted: {LONG}")])
     async with agent_worker(client, Analyst, model=model, task_queue=task_queue):
@@ -54,6 +62,18 @@ async def _reads_of_a_session(client: Client, task_queue: str, root: Path) -> li
         before = store_files(root)
         states = [await agents.state(session) for _ in range(3)]
         assert store_files(root) == before, "a state read wrote to the payload store"
+        if eavesdropper is not None:
+            answer = await eavesdropper.workflow_service.query_workflow(
+                QueryWorkflowRequest(
+                    namespace=eavesdropper.namespace,
+                    execution=WorkflowExecution(workflow_id=session),
+                    query=WorkflowQuery(query_type="state"),
+                )
+            )
+            [sealed] = answer.query_result.payloads
+            assert sealed.metadata["encoding"] == b"binary/smyth-encrypted"
+            assert sealed.metadata[QUERY_ONLY] == b"1"  # inline, yet sealed
+            assert b"quarterly" not in sealed.SerializeToString()
         # The events so far, read by the stream's poll query: one answer over 8 KB.
         read = []
         async for event in agents.events(session):
@@ -93,7 +113,7 @@ async def test_a_sealed_state_read_writes_nothing_either(
     sealed = Client(
         env.client.service_client, namespace=env.client.namespace, plugins=[SmythPlugin()]
     )
-    states = await _reads_of_a_session(sealed, task_queue, root)
+    states = await _reads_of_a_session(sealed, task_queue, root, eavesdropper=env.client)
     assert states[-1].messages[-1].content == f"Noted: {LONG}"
     assert store_files(root), "the conversation itself is stored"
 
